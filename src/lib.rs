@@ -1,0 +1,12 @@
+//! rasgk: an H.323 RAS gatekeeper emulator.
+//!
+//! It spreads IP phones over C-LAN interfaces by Avaya Communication Manager's rules and
+//! places outbound trunk calls across cluster nodes by Cisco CUCM's "route local" rule.
+//!
+//! - [`ras`]: H.225.0 RAS messages on the wire (ALIGNED PER), generated from `asn1/`.
+//! - [`pcap`]: reading and writing captures of UDP datagrams.
+//! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
+
+pub mod inspect;
+pub mod pcap;
+pub mod ras;

@@ -1,0 +1,57 @@
+//! H.225.0 RAS on the wire: the one place that knows the ASN.1 types.
+//!
+//! Everything else in rasgk speaks RAS through this module: [`decode`] and [`encode`] turn
+//! datagrams into [`RasMessage`] values and back (ALIGNED PER, as H.225.0 requires);
+//! [`kind`] and [`request_seq_num`] read any message's short name and sequence number;
+//! [`reply`] builds the messages a gatekeeper sends and [`request`] those a phone sends;
+//! [`Alias`] and the transport-address conversions map the ASN.1 shapes to plain Rust ones.
+//!
+//! ```text
+//!  datagram ──decode──▶ RasMessage ──(gatekeeper)──▶ RasMessage ──encode──▶ datagram
+//!                        │                              ▲
+//!                        └─ kind / request_seq_num      └─ reply::* constructors
+//! ```
+//!
+//! The ASN.1 types themselves are generated from `asn1/` by `rasn-compiler` (see
+//! `asn1/README.md`) and checked in as `generated.rs`; [`asn`] re-exports them. Code outside
+//! this module should prefer the functions here, so that a faster hand-written codec for the
+//! hot messages can replace the generated one behind them.
+//!
+//! What this module does not do: no sockets, no clocks, no policy.
+
+#[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]
+mod generated;
+
+mod address;
+mod codec;
+mod kind;
+mod peek;
+pub mod reply;
+pub mod request;
+
+/// The generated ASN.1 types: H323-MESSAGES (RAS and what it reaches), and the parts of
+/// H235-SECURITY-MESSAGES and MULTIMEDIA-SYSTEM-CONTROL that it imports.
+pub mod asn {
+    pub use super::generated::h235_security_messages as h235;
+    pub use super::generated::h323_messages::*;
+    pub use super::generated::multimedia_system_control as h245;
+}
+
+pub use address::{socket_addr, transport_address, Alias, AliasError};
+pub use asn::RasMessage;
+pub use codec::{decode, encode, encode_into, to_json, DecodeError, EncodeError};
+pub use kind::{kind, request_seq_num, MessageKind};
+pub use peek::peek_request_seq_num;
+
+/// `protocolIdentifier` of every message rasgk sends: itu-t(0) recommendation(0) h(8)
+/// h225-0(2250) version(0) 4. Version 4 is what deployed phones and gatekeepers speak; the
+/// ASN.1 in `asn1/` is version 7, which decodes every earlier version.
+pub static PROTOCOL_IDENTIFIER: [u32; 6] = [0, 0, 8, 2250, 0, 4];
+
+/// The H.225.0 protocol identifier of [`PROTOCOL_IDENTIFIER`] as an ASN.1 value.
+pub fn protocol_identifier() -> asn::ProtocolIdentifier {
+    asn::ProtocolIdentifier(
+        rasn::types::ObjectIdentifier::new(&PROTOCOL_IDENTIFIER[..])
+            .expect("0.0.8.2250.0.4 is a valid OBJECT IDENTIFIER"),
+    )
+}
