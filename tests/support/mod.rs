@@ -1,1 +1,4 @@
+//! Helpers shared by the integration tests.
+
+pub mod messages;
 pub mod tshark;

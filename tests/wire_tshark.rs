@@ -1,0 +1,191 @@
+//! The wire format against an outside oracle: every message rasgk sends and every request a
+//! phone sends is encoded by rasgk, written into a pcap, decoded by Wireshark's H.225.0
+//! dissector (`tshark -V`), and the field values tshark prints are checked — not only that
+//! it finds nothing malformed.
+
+mod support;
+
+use rasgk::pcap::{write_file, Datagram};
+use rasgk::ras;
+use support::messages::{self, addr, GK, PHONE_RAS};
+use support::tshark::{self, Frame};
+
+fn assert_values(frame: &Frame, label: &str, expected: &[&str]) {
+    let values = frame.values(label);
+    assert_eq!(
+        values,
+        expected,
+        "frame {}: values of {label:?}\n{}",
+        frame.number,
+        frame.text()
+    );
+}
+
+fn assert_value(frame: &Frame, label: &str, expected: &str) {
+    assert_eq!(
+        frame.value(label).as_deref(),
+        Some(expected),
+        "frame {}: value of {label:?}\n{}",
+        frame.number,
+        frame.text()
+    );
+}
+
+#[test]
+fn tshark_decodes_every_message_with_the_values_we_put_in() {
+    if tshark::require_tshark("tshark_decodes_every_message_with_the_values_we_put_in").is_none() {
+        return;
+    }
+    let all = messages::all();
+    let datagrams: Vec<Datagram> = all
+        .iter()
+        .enumerate()
+        .map(|(i, (_, from_phone, message))| {
+            let (src, dst) = if *from_phone {
+                (PHONE_RAS, GK)
+            } else {
+                (GK, PHONE_RAS)
+            };
+            Datagram {
+                frame: 0,
+                time: std::time::Duration::new(1_767_225_600 + i as u64, 0),
+                src: addr(src),
+                dst: addr(dst),
+                payload: ras::encode(message).expect("encodes"),
+            }
+        })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("rasgk-wire-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("all.pcap");
+    write_file(&pcap, &datagrams).unwrap();
+    let decoded = tshark::decode(&pcap, &[]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(decoded.frames.len(), all.len(), "{}", decoded.stderr);
+
+    for ((name, _, message), frame) in all.iter().zip(&decoded.frames) {
+        assert!(
+            frame.malformed().is_empty(),
+            "{name}: tshark reports {:?}\n{}",
+            frame.malformed(),
+            frame.text()
+        );
+        assert_eq!(
+            frame.ras_message().as_deref(),
+            Some(ras::kind(message).asn1_name()),
+            "{name}\n{}",
+            frame.text()
+        );
+        assert_value(
+            frame,
+            "requestSeqNum",
+            &ras::request_seq_num(message).to_string(),
+        );
+        check(name, frame);
+    }
+}
+
+/// The fields tshark must show for each message of `messages::all()`.
+fn check(name: &str, f: &Frame) {
+    let phone_aliases = ["50001"];
+    match name {
+        "GRQ" => {
+            assert_value(f, "protocolIdentifier", "0.0.8.2250.0.4 (Version 4)");
+            assert_value(f, "ip", "127.1.0.5");
+            assert_value(f, "port", "40001");
+            assert_values(f, "dialledDigits", &phone_aliases);
+            assert_values(f, "h323-ID", &["Zoë"]);
+            assert_value(f, "gatekeeperIdentifier", "rasgk");
+            assert!(f.has("terminal"), "{}", f.text());
+        }
+        "GCF" => {
+            assert_value(f, "gatekeeperIdentifier", "rasgk");
+            assert_value(f, "ip", "127.0.1.3");
+            assert_value(f, "port", "1719");
+        }
+        "GRJ" => assert_value(f, "rejectReason", "resourceUnavailable (0)"),
+        "RRQ" => {
+            assert_value(f, "discoveryComplete", "True");
+            assert_values(f, "ip", &["127.1.0.5", "127.1.0.5"]);
+            assert_values(f, "port", &["1720", "40001"]);
+            assert_values(f, "dialledDigits", &phone_aliases);
+            assert_values(f, "h323-ID", &["Zoë"]);
+            assert_value(f, "timeToLive", "300");
+            assert_value(f, "keepAlive", "False");
+            assert_value(f, "productId", "rasgk");
+        }
+        "RRQ-light" => {
+            assert_value(f, "keepAlive", "True");
+            assert_value(f, "endpointIdentifier", "ep-0001");
+            assert_value(f, "timeToLive", "300");
+        }
+        "RCF" => {
+            assert_value(f, "endpointIdentifier", "ep-0001");
+            assert_value(f, "timeToLive", "300");
+            assert_value(f, "gatekeeperIdentifier", "rasgk");
+            assert_values(f, "dialledDigits", &phone_aliases);
+            assert_value(f, "alternateGatekeeper", "16 items");
+            for i in 0..16 {
+                let item = f.subtree_path(&["alternateGatekeeper", &format!("Item {i}")]);
+                let values = |label| tshark::values_of(item.iter().copied(), label);
+                assert_eq!(values("ip"), [format!("127.0.1.{}", i + 1)], "AGL item {i}");
+                assert_eq!(values("port"), ["1719"], "AGL item {i}");
+                assert_eq!(values("needToRegister"), ["True"], "AGL item {i}");
+                assert_eq!(values("priority"), [i.to_string()], "AGL item {i}");
+            }
+        }
+        "RRJ-duplicate" => {
+            assert_value(f, "rejectReason", "duplicateAlias (4)");
+            assert_values(f, "dialledDigits", &phone_aliases);
+        }
+        "RRJ-full" => {
+            assert_value(f, "rejectReason", "resourceUnavailable (9)");
+            assert_value(f, "alternateGatekeeper", "2 items");
+            assert_values(f, "ip", &["127.0.1.1", "127.0.1.2"]);
+            assert_value(f, "altGKisPermanent", "False");
+        }
+        "URQ" => {
+            assert_value(f, "endpointIdentifier", "ep-0001");
+            assert_values(f, "dialledDigits", &phone_aliases);
+            assert_value(f, "gatekeeperIdentifier", "rasgk");
+        }
+        "URQ-gk" => {
+            assert_value(f, "reason", "reregistrationRequired (0)");
+            assert_value(f, "alternateGatekeeper", "2 items");
+            assert_values(f, "needToRegister", &["True", "True"]);
+        }
+        "UCF" => {}
+        "URJ" => assert_value(f, "rejectReason", "notCurrentlyRegistered (0)"),
+        "ARQ" => {
+            assert_value(f, "endpointIdentifier", "ep-0001");
+            assert_values(f, "dialledDigits", &["9#0123*45,6", "50001"]);
+            assert_value(f, "bandWidth", "1280");
+            assert_value(f, "callReferenceValue", "7");
+            assert_value(f, "answerCall", "False");
+        }
+        "ACF" => {
+            assert_value(f, "bandWidth", "1280");
+            assert_value(f, "callModel", "direct (0)");
+            assert_value(f, "ip", "127.0.2.1");
+            assert_value(f, "port", "1720");
+        }
+        "ARJ" => assert_value(f, "rejectReason", "calledPartyNotRegistered (0)"),
+        "BRQ" => {
+            assert_value(f, "bandWidth", "640");
+            assert_value(f, "endpointIdentifier", "ep-0001");
+        }
+        "BCF" => assert_value(f, "bandWidth", "640"),
+        "DRQ" => {
+            assert_value(f, "disengageReason", "normalDrop (1)");
+            assert_value(f, "endpointIdentifier", "ep-0001");
+        }
+        "DCF" => {}
+        "IRR" => {
+            assert_value(f, "endpointIdentifier", "ep-0001");
+            assert_value(f, "unsolicited", "True");
+            assert_values(f, "dialledDigits", &phone_aliases);
+        }
+        "XRS" => assert_value(f, "messageNotUnderstood", "deadbeef"),
+        other => panic!("no check for {other}"),
+    }
+}
