@@ -267,7 +267,8 @@ pub fn line(entry: &Entry, start: Duration) -> String {
 }
 
 /// One JSON object: `frame`, `time`, `src`, `dst`, `type` (short name), `seq`, `message`
-/// (the whole structure in X.697 JSON), or `error` when it did not decode.
+/// (the whole structure in X.697 JSON); for a datagram that did not decode, `error`, with
+/// `type` and `seq` as far as its first octets tell (else null).
 pub fn json(entry: &Entry) -> serde_json::Value {
     let mut object = json!({
         "frame": entry.frame,
@@ -280,15 +281,17 @@ pub fn json(entry: &Entry) -> serde_json::Value {
             let kind: MessageKind = ras::kind(message);
             object["type"] = json!(kind.short_name());
             object["seq"] = json!(ras::request_seq_num(message));
-            object["message"] = json!({ kind.asn1_name(): ras::to_json(message) });
+            object["message"] = ras::to_json(message);
         }
         Err(error) => {
-            object["type"] = serde_json::Value::Null;
-            object["seq"] = json!(match error {
-                ras::DecodeError::Invalid { seq, .. } => *seq,
-                ras::DecodeError::TrailingData { seq, .. } => Some(*seq),
-                ras::DecodeError::Empty => None,
-            });
+            // What the first octets still tell: the CHOICE index and the sequence number.
+            let (kind, seq) = match error {
+                ras::DecodeError::Invalid { kind, seq, .. } => (*kind, *seq),
+                ras::DecodeError::TrailingData { kind, seq, .. } => (Some(*kind), Some(*seq)),
+                ras::DecodeError::Empty => (None, None),
+            };
+            object["type"] = json!(kind.map(MessageKind::short_name));
+            object["seq"] = json!(seq);
             object["error"] = json!(error.to_string());
         }
     }

@@ -175,3 +175,19 @@ fn absent_mandatory_extension_additions_decode() {
     assert_eq!(grq.supports_assigned_gk, None);
     assert_eq!(ras::request_seq_num(&message), 1);
 }
+
+/// The JSON of `rasgk decode --json`: X.697 names, BMPStrings as text.
+#[test]
+fn json_names_fields_by_their_asn1_identifiers() {
+    let gcf = reply::gatekeeper_confirm(
+        3,
+        &support::messages::gk_id(),
+        support::messages::addr("127.0.1.3:1719"),
+    );
+    let json = ras::to_json(&gcf);
+    let body = &json["gatekeeperConfirm"];
+    assert_eq!(body["requestSeqNum"], 3);
+    assert_eq!(body["gatekeeperIdentifier"], "rasgk");
+    assert_eq!(body["protocolIdentifier"], "0.0.8.2250.0.4");
+    assert_eq!(body["rasAddress"]["ipAddress"]["port"], 1719);
+}

@@ -102,9 +102,41 @@ pub fn encode_into(message: &RasMessage, buffer: &mut Vec<u8>) -> Result<(), Enc
 
 /// The whole message as JSON, in the ASN.1 JSON Encoding Rules (X.697): field names are the
 /// ASN.1 identifiers, CHOICEs are one-member objects, OCTET STRINGs are hex.
+///
+/// rasn 0.30's JER writes a BMPString's UCS-2 octets as if they were UTF-8, so `"ab"` comes
+/// out as `"\u0000a\u0000b"` and any character above U+007F makes the encoder fail. Strings
+/// of that shape are folded back to text here; a message the encoder refuses is given as its
+/// Rust `Debug` form under `"debug"`, so nothing is lost.
 pub fn to_json(message: &RasMessage) -> serde_json::Value {
     match rasn::jer::encode(message) {
-        Ok(text) => serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
-        Err(error) => serde_json::json!({ "error": error.to_string() }),
+        Ok(text) => {
+            let mut value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+            fold_ucs2(&mut value);
+            value
+        }
+        Err(error) => serde_json::json!({
+            "jer_error": error.to_string(),
+            "debug": format!("{message:?}"),
+        }),
+    }
+}
+
+/// `"\u0000a\u0000b"` → `"ab"`, everywhere in `value`.
+fn fold_ucs2(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => {
+            let chars: Vec<char> = text.chars().collect();
+            if !chars.is_empty()
+                && chars.len() % 2 == 0
+                && chars
+                    .chunks(2)
+                    .all(|pair| pair[0] == '\0' && pair[1] != '\0')
+            {
+                *text = chars.chunks(2).map(|pair| pair[1]).collect();
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(fold_ucs2),
+        serde_json::Value::Object(members) => members.values_mut().for_each(fold_ucs2),
+        _ => {}
     }
 }
