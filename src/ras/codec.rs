@@ -127,7 +127,7 @@ fn fold_ucs2(value: &mut serde_json::Value) {
         serde_json::Value::String(text) => {
             let chars: Vec<char> = text.chars().collect();
             if !chars.is_empty()
-                && chars.len() % 2 == 0
+                && chars.len().is_multiple_of(2)
                 && chars
                     .chunks(2)
                     .all(|pair| pair[0] == '\0' && pair[1] != '\0')
