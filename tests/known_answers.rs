@@ -111,8 +111,12 @@ fn alias_length_edges() {
         ),
     ];
     for (alias, alias_bytes) in cases {
-        let message =
-            rasgk::ras::request::gatekeeper_request(9, ras_address, &[alias.clone()], None);
+        let message = rasgk::ras::request::gatekeeper_request(
+            9,
+            ras_address,
+            std::slice::from_ref(&alias),
+            None,
+        );
         let bytes = ras::encode(&message).unwrap();
         let text = hex(&bytes);
         assert!(
