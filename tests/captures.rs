@@ -4,29 +4,23 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
 
-use support::tshark;
+use support::{captures, tshark};
 
-fn capture(test: &str, name: &str) -> Option<PathBuf> {
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures");
-    let path = [beside, PathBuf::from("/work/shared/captures")]
-        .into_iter()
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file());
-    if path.is_none() {
-        eprintln!("skipping {test}: {name} not found in ../shared/captures");
-    }
-    path
+/// Runs `rasgk decode [flags] path`.
+fn rasgk_decode(flags: &[&str], path: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .arg("decode")
+        .args(flags)
+        .arg(path)
+        .output()
+        .expect("rasgk runs")
 }
 
 fn decode_json(path: &Path) -> Vec<serde_json::Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
-        .args(["decode", "--json"])
-        .arg(path)
-        .output()
-        .expect("rasgk runs");
+    let out = rasgk_decode(&["--json"], path);
     String::from_utf8(out.stdout)
         .expect("UTF-8")
         .lines()
@@ -36,7 +30,7 @@ fn decode_json(path: &Path) -> Vec<serde_json::Value> {
 
 /// Checks `name`; returns the frame numbers that did not decode.
 fn agree_with_tshark(test: &str, name: &str) -> Option<Vec<u64>> {
-    let path = capture(test, name)?;
+    let path = captures::file(test, name)?;
     tshark::require_tshark(test)?;
     let ours = decode_json(&path);
     let theirs = tshark::decode_with(
@@ -120,17 +114,13 @@ fn nortel_capture_agrees_with_tshark() {
 
 #[test]
 fn decode_lines_name_type_seq_and_key_fields() {
-    let Some(path) = capture(
+    let Some(path) = captures::file(
         "decode_lines_name_type_seq_and_key_fields",
         "ndpi_h323.ras.pcap",
     ) else {
         return;
     };
-    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
-        .arg("decode")
-        .arg(&path)
-        .output()
-        .expect("rasgk runs");
+    let out = rasgk_decode(&[], &path);
     assert_eq!(out.status.code(), Some(1), "one frame does not decode");
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -158,11 +148,7 @@ fn decode_refuses_a_file_that_is_not_a_capture() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("not.pcap");
     std::fs::write(&path, b"hello, this is text").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
-        .arg("decode")
-        .arg(&path)
-        .output()
-        .expect("rasgk runs");
+    let out = rasgk_decode(&[], &path);
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(out.status.code(), Some(2));
     let error = String::from_utf8(out.stderr).unwrap();

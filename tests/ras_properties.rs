@@ -2,9 +2,11 @@
 //! nothing the network can send (random octets, truncations, bit flips and splices of real and
 //! constructed messages) makes `decode`, `peek_request_seq_num` or re-encoding panic.
 
+mod support;
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
@@ -582,20 +584,12 @@ fn constructed_fixtures() -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-/// The shared folder of real captures (beside the work tree), if it is there.
-fn captures_dir() -> Option<PathBuf> {
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures");
-    [beside, PathBuf::from("/work/shared/captures")]
-        .into_iter()
-        .find(|d| d.is_dir())
-}
-
 /// Every distinct UDP payload of the real captures, named by file and frame; empty (after
 /// saying why) when the shared folder is missing.
 fn capture_fixtures() -> &'static [(String, Vec<u8>)] {
     static FIXTURES: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
     FIXTURES.get_or_init(|| {
-        let Some(dir) = captures_dir() else {
+        let Some(dir) = support::captures::dir() else {
             eprintln!("skipping real captures: shared/captures not found");
             return Vec::new();
         };

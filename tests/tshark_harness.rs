@@ -4,31 +4,12 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use rasgk::pcap::{read_file, write_file, Datagram};
+use support::captures;
 use support::tshark::{self, decode, decode_with, parse, Frame, Line, Options};
-
-/// The shared folder of real captures (beside the work tree), if it is there.
-fn captures_dir() -> Option<PathBuf> {
-    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures");
-    [beside, PathBuf::from("/work/shared/captures")]
-        .into_iter()
-        .find(|d| d.is_dir())
-}
-
-/// A real capture file, or `None` (after saying why the test is skipped).
-fn real_capture(test: &str, file: &str) -> Option<PathBuf> {
-    let path = captures_dir().map(|d| d.join(file));
-    match path {
-        Some(p) if p.is_file() => Some(p),
-        _ => {
-            eprintln!("skipping {test}: real capture {file} not found in shared/captures");
-            None
-        }
-    }
-}
 
 fn temp_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("rasgk-{test}-{}", std::process::id()));
@@ -64,7 +45,7 @@ fn ndpi_capture_frames() {
     let Some(_) = tshark::require_tshark(TEST) else {
         return;
     };
-    let Some(pcap) = real_capture(TEST, "ndpi_h323.ras.pcap") else {
+    let Some(pcap) = captures::file(TEST, "ndpi_h323.ras.pcap") else {
         return;
     };
     let decoded = decode(&pcap, &[]);
@@ -145,8 +126,8 @@ fn ndpi_capture_matches_stored_tshark_text() {
         return;
     };
     let (Some(pcap), Some(txt)) = (
-        real_capture(TEST, "ndpi_h323.ras.pcap"),
-        real_capture(TEST, "ndpi_h323.ras.tshark.txt"),
+        captures::file(TEST, "ndpi_h323.ras.pcap"),
+        captures::file(TEST, "ndpi_h323.ras.tshark.txt"),
     ) else {
         return;
     };
@@ -195,8 +176,8 @@ fn real_captures_match_frames_tsv() {
     };
     for name in ["ndpi_h323.ras", "mediatrix_cs1000.ras"] {
         let (Some(pcap), Some(tsv)) = (
-            real_capture(TEST, &format!("{name}.pcap")),
-            real_capture(TEST, &format!("{name}.frames.tsv")),
+            captures::file(TEST, &format!("{name}.pcap")),
+            captures::file(TEST, &format!("{name}.frames.tsv")),
         ) else {
             continue;
         };
@@ -268,7 +249,7 @@ fn decode_as_for_other_ports() {
         0,
         &[0x00, 0x01, 0x02, 0x03, 0x04, 0x05],
     )];
-    let gcf = real_capture(TEST, "ndpi_h323.ras.pcap")
+    let gcf = captures::file(TEST, "ndpi_h323.ras.pcap")
         .map(|p| read_file(p).unwrap().datagrams[1].payload.clone());
     if let Some(gcf) = &gcf {
         datagrams.push(datagram("192.0.2.1:5000", "192.0.2.10:40000", 1, gcf));
@@ -328,7 +309,7 @@ fn pcap_writer_output_is_clean_for_tshark() {
         return;
     };
     // Real RAS payloads if available (so the RAS part decodes cleanly), else a GRQ-less set.
-    let payloads: Vec<Vec<u8>> = match real_capture(TEST, "ndpi_h323.ras.pcap") {
+    let payloads: Vec<Vec<u8>> = match captures::file(TEST, "ndpi_h323.ras.pcap") {
         Some(p) => read_file(p)
             .unwrap()
             .datagrams

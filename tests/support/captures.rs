@@ -1,0 +1,25 @@
+//! Where the real third-party captures are: `../shared/captures/` beside the checkout (as CI
+//! lays it out), or `/work/shared/captures` for a checkout elsewhere on a developer machine.
+//! They are read from there at test time and never copied into the repository.
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use std::path::{Path, PathBuf};
+
+/// The shared folder of real captures, if it is there.
+pub fn dir() -> Option<PathBuf> {
+    let beside = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures");
+    [beside, PathBuf::from("/work/shared/captures")]
+        .into_iter()
+        .find(|d| d.is_dir())
+}
+
+/// A file of the shared folder, or `None` after saying why test `test` skips it.
+pub fn file(test: &str, name: &str) -> Option<PathBuf> {
+    match dir().map(|d| d.join(name)) {
+        Some(path) if path.is_file() => Some(path),
+        _ => {
+            eprintln!("skipping {test}: real capture {name} not found in shared/captures");
+            None
+        }
+    }
+}
