@@ -81,14 +81,11 @@ pub fn choice_name(value: &impl std::fmt::Debug) -> String {
         .to_string()
 }
 
-fn aliases(list: &Option<Vec<asn::AliasAddress>>) -> Option<String> {
-    let list = list.as_ref()?;
-    Some(
-        list.iter()
-            .map(|a| Alias::from_asn(a).to_string())
-            .collect::<Vec<_>>()
-            .join(","),
-    )
+fn aliases(list: &[asn::AliasAddress]) -> String {
+    list.iter()
+        .map(|a| Alias::from_asn(a).to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn address(address: &asn::TransportAddress) -> String {
@@ -100,7 +97,7 @@ fn addresses(list: &[asn::TransportAddress]) -> String {
 }
 
 fn bmp(text: &rasn::types::BmpString) -> String {
-    printable(&ras::reply::EndpointId::from_asn(&asn::EndpointIdentifier(text.clone())).text())
+    printable(&ras::bmp_text(text))
 }
 
 /// Text for a one-line summary: control characters (phones pad identifiers with NULs) are
@@ -117,16 +114,15 @@ fn printable(text: &str) -> String {
         .collect()
 }
 
-fn agl(list: &Option<Vec<asn::AlternateGK>>) -> Option<String> {
-    let list = list.as_ref()?;
-    Some(format!(
+fn agl(list: &[asn::AlternateGK]) -> String {
+    format!(
         "{}[{}]",
         list.len(),
         list.iter()
             .map(|gk| format!("{}/{}", address(&gk.ras_address), gk.priority))
             .collect::<Vec<_>>()
             .join(" ")
-    ))
+    )
 }
 
 /// The key fields of a message, as `(name, value)` pairs named after the ASN.1 components.
@@ -135,7 +131,7 @@ pub fn key_fields(message: &RasMessage) -> Vec<(&'static str, String)> {
     match message {
         RasMessage::gatekeeperRequest(m) => {
             fields.push(("rasAddress", Some(address(&m.ras_address))));
-            fields.push(("endpointAlias", aliases(&m.endpoint_alias)));
+            fields.push(("endpointAlias", m.endpoint_alias.as_deref().map(aliases)));
             fields.push((
                 "gatekeeperIdentifier",
                 m.gatekeeper_identifier.as_ref().map(|g| bmp(&g.0)),
@@ -147,14 +143,17 @@ pub fn key_fields(message: &RasMessage) -> Vec<(&'static str, String)> {
                 m.gatekeeper_identifier.as_ref().map(|g| bmp(&g.0)),
             ));
             fields.push(("rasAddress", Some(address(&m.ras_address))));
-            fields.push(("alternateGatekeeper", agl(&m.alternate_gatekeeper)));
+            fields.push((
+                "alternateGatekeeper",
+                m.alternate_gatekeeper.as_deref().map(agl),
+            ));
         }
         RasMessage::gatekeeperReject(m) => {
             fields.push(("rejectReason", Some(choice_name(&m.reject_reason))));
         }
         RasMessage::registrationRequest(m) => {
             fields.push(("keepAlive", Some(m.keep_alive.unwrap_or(false).to_string())));
-            fields.push(("terminalAlias", aliases(&m.terminal_alias)));
+            fields.push(("terminalAlias", m.terminal_alias.as_deref().map(aliases)));
             fields.push(("callSignalAddress", Some(addresses(&m.call_signal_address))));
             fields.push(("rasAddress", Some(addresses(&m.ras_address))));
             fields.push((
@@ -168,20 +167,21 @@ pub fn key_fields(message: &RasMessage) -> Vec<(&'static str, String)> {
         }
         RasMessage::registrationConfirm(m) => {
             fields.push(("endpointIdentifier", Some(bmp(&m.endpoint_identifier.0))));
-            fields.push(("terminalAlias", aliases(&m.terminal_alias)));
+            fields.push(("terminalAlias", m.terminal_alias.as_deref().map(aliases)));
             fields.push((
                 "timeToLive",
                 m.time_to_live.as_ref().map(|t| t.0.to_string()),
             ));
-            fields.push(("alternateGatekeeper", agl(&m.alternate_gatekeeper)));
+            fields.push((
+                "alternateGatekeeper",
+                m.alternate_gatekeeper.as_deref().map(agl),
+            ));
         }
         RasMessage::registrationReject(m) => {
             fields.push(("rejectReason", Some(choice_name(&m.reject_reason))));
             fields.push((
                 "altGKInfo",
-                m.alt_gkinfo
-                    .as_ref()
-                    .and_then(|i| agl(&Some(i.alternate_gatekeeper.clone()))),
+                m.alt_gkinfo.as_ref().map(|i| agl(&i.alternate_gatekeeper)),
             ));
         }
         RasMessage::unregistrationRequest(m) => {
@@ -189,17 +189,23 @@ pub fn key_fields(message: &RasMessage) -> Vec<(&'static str, String)> {
                 "endpointIdentifier",
                 m.endpoint_identifier.as_ref().map(|e| bmp(&e.0)),
             ));
-            fields.push(("endpointAlias", aliases(&m.endpoint_alias)));
+            fields.push(("endpointAlias", m.endpoint_alias.as_deref().map(aliases)));
             fields.push(("reason", m.reason.as_ref().map(choice_name)));
-            fields.push(("alternateGatekeeper", agl(&m.alternate_gatekeeper)));
+            fields.push((
+                "alternateGatekeeper",
+                m.alternate_gatekeeper.as_deref().map(agl),
+            ));
         }
         RasMessage::unregistrationReject(m) => {
             fields.push(("rejectReason", Some(choice_name(&m.reject_reason))));
         }
         RasMessage::admissionRequest(m) => {
             fields.push(("endpointIdentifier", Some(bmp(&m.endpoint_identifier.0))));
-            fields.push(("destinationInfo", aliases(&m.destination_info)));
-            fields.push(("srcInfo", aliases(&Some(m.src_info.clone()))));
+            fields.push((
+                "destinationInfo",
+                m.destination_info.as_deref().map(aliases),
+            ));
+            fields.push(("srcInfo", Some(aliases(&m.src_info))));
             fields.push(("answerCall", Some(m.answer_call.to_string())));
         }
         RasMessage::admissionConfirm(m) => {

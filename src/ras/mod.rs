@@ -37,6 +37,7 @@ pub mod asn {
     pub use super::generated::multimedia_system_control as h245;
 }
 
+pub(crate) use address::bmp_text;
 pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
 pub use codec::{decode, encode, encode_into, to_json, DecodeError, EncodeError};
