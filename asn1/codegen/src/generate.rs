@@ -46,6 +46,8 @@ fn modules() -> Vec<PathBuf> {
 }
 
 /// Runs the whole generation step and returns the file's text and the repaired fields.
+/// With `RASGK_CODEGEN_RAW=FILE` set, also writes the compiler's output before the repairs to
+/// FILE, for looking into what a repair changed.
 pub fn generate() -> (String, Vec<String>) {
     let result = Compiler::<RasnBackend, _>::new()
         .add_asn_sources_by_path(modules().into_iter())
@@ -118,6 +120,28 @@ fn rasn_attribute(line: &str) -> Option<Vec<String>> {
     Some(attribute_items(inner))
 }
 
+/// The name a `pub struct Name …` line declares.
+fn struct_name(trimmed: &str) -> Option<&str> {
+    let rest = trimmed.strip_prefix("pub struct ")?;
+    rest.split([' ', '(', '<']).next()
+}
+
+/// `(name, type)` of a field line `pub name: Type,`.
+fn field(trimmed: &str) -> Option<(&str, &str)> {
+    if !trimmed.starts_with("pub ") {
+        return None;
+    }
+    trimmed
+        .trim_start_matches("pub ")
+        .trim_end_matches(',')
+        .split_once(": ")
+}
+
+/// The leading white space of a line.
+fn indent(line: &str) -> &str {
+    &line[..line.len() - line.trim_start().len()]
+}
+
 /// Repairs a rasn 0.30 defect: a SEQUENCE extension addition whose type is a constrained
 /// newtype (`#[rasn(delegate, value(..))]`, e.g. RCF `timeToLive TimeToLive`) is encoded and
 /// decoded without the newtype's constraints — `timeToLive` 300 comes out as `02 01 2c` inside
@@ -170,33 +194,25 @@ pub fn keep_delegate_constraints(code: &str) -> (String, Vec<String>) {
     let mut repaired = Vec::new();
     let mut current_type = String::new();
     for (i, line) in lines.iter().enumerate() {
-        let trimmed = line.trim();
-        if let Some(rest) = trimmed.strip_prefix("pub struct ") {
-            current_type = rest.split([' ', '(', '<']).next().unwrap_or("").to_string();
+        if let Some(name) = struct_name(line.trim()) {
+            current_type = name.to_string();
         }
         let mut emitted = false;
         if let Some(items) = rasn_attribute(line) {
-            let field = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
-            let is_field = field.starts_with("pub ") && field.contains(": ");
-            if is_field
-                && items.iter().any(|item| item == "extension_addition")
-                && !items.iter().any(|item| is_constraint(item))
-            {
-                let (name, ty) = field
-                    .trim_start_matches("pub ")
-                    .trim_end_matches(',')
-                    .split_once(": ")
-                    .unwrap_or_default();
+            let next = lines.get(i + 1).map(|l| l.trim()).unwrap_or("");
+            if let Some((name, ty)) = field(next).filter(|_| {
+                items.iter().any(|item| item == "extension_addition")
+                    && !items.iter().any(|item| is_constraint(item))
+            }) {
                 let ty = ty
                     .trim_start_matches("Option<")
                     .trim_start_matches("Box<")
                     .trim_end_matches('>');
                 let constraints = effective(ty);
                 if !constraints.is_empty() {
-                    let indent = &line[..line.len() - line.trim_start().len()];
                     let mut all = items.clone();
                     all.splice(1..1, constraints);
-                    out.push_str(&format!("{indent}#[rasn({})]\n", all.join(", ")));
+                    out.push_str(&format!("{}#[rasn({})]\n", indent(line), all.join(", ")));
                     repaired.push(format!("{current_type}.{name}"));
                     emitted = true;
                 }
@@ -226,19 +242,13 @@ pub fn absent_extension_additions_decode(code: &str) -> (String, Vec<String>) {
     let mut pending = false;
     for line in &lines {
         let trimmed = line.trim();
-        if let Some(rest) = trimmed.strip_prefix("pub struct ") {
-            current_type = rest.split([' ', '(', '<']).next().unwrap_or("").to_string();
+        if let Some(name) = struct_name(trimmed) {
+            current_type = name.to_string();
         }
-        if pending && trimmed.starts_with("pub ") && trimmed.contains(": ") {
+        if let Some((name, ty)) = field(trimmed).filter(|_| pending) {
             pending = false;
-            let (name, ty) = trimmed
-                .trim_start_matches("pub ")
-                .trim_end_matches(',')
-                .split_once(": ")
-                .unwrap_or_default();
             if !ty.starts_with("Option<") {
-                let indent = &line[..line.len() - trimmed.len()];
-                out.push(format!("{indent}pub {name}: Option<{ty}>,"));
+                out.push(format!("{}pub {name}: Option<{ty}>,", indent(line)));
                 changed
                     .entry(current_type.clone())
                     .or_default()
