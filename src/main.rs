@@ -1,5 +1,6 @@
 //! The `rasgk` command: one binary, one subcommand per job.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -89,5 +90,3 @@ fn decode(file: &std::path::Path, json: bool, ports: &[u16]) -> ExitCode {
         ExitCode::SUCCESS
     }
 }
-
-use std::io::Write as _;

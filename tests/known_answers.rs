@@ -100,14 +100,14 @@ fn length_determinant_edges() {
 fn alias_length_edges() {
     let ras_address = support::messages::addr(support::messages::PHONE_RAS);
     let cases = [
-        (Alias::h323_id("A").unwrap(), "40000041"),
+        (Alias::h323_id("A").unwrap(), "40000041".to_string()),
         (
             Alias::h323_id(&"B".repeat(256)).unwrap(),
-            format!("40ff{}", "0042".repeat(256)).leak() as &str,
+            format!("40ff{}", "0042".repeat(256)),
         ),
         (
             Alias::dialled_digits(&"7".repeat(128)).unwrap(),
-            format!("3f80{}", "aa".repeat(64)).leak() as &str,
+            format!("3f80{}", "aa".repeat(64)),
         ),
     ];
     for (alias, alias_bytes) in cases {
@@ -120,7 +120,7 @@ fn alias_length_edges() {
         let bytes = ras::encode(&message).unwrap();
         let text = hex(&bytes);
         assert!(
-            text.contains(alias_bytes),
+            text.contains(&alias_bytes),
             "{alias}: expected {alias_bytes} in {text}"
         );
         assert_eq!(ras::decode(&bytes).unwrap(), message);

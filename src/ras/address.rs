@@ -141,8 +141,10 @@ impl Alias {
     pub fn to_asn(&self) -> Result<asn::AliasAddress, AliasError> {
         Ok(match self {
             Alias::DialledDigits(digits) => {
-                Alias::dialled_digits(digits)?;
-                asn::AliasAddress::dialledDigits(ia5("dialledDigits", digits, 128)?)
+                Alias::dialled_digits(digits)?; // length and alphabet, a subset of IA5
+                asn::AliasAddress::dialledDigits(
+                    Ia5String::from_iso646_bytes(digits.as_bytes()).expect("checked digits"),
+                )
             }
             Alias::H323Id(name) => asn::AliasAddress::h323_ID(bmp("h323-ID", name, 256)?),
             Alias::UrlId(url) => asn::AliasAddress::url_ID(ia5("url-ID", url, 512)?),
