@@ -3,10 +3,12 @@
 //! It spreads IP phones over C-LAN interfaces by Avaya Communication Manager's rules and
 //! places outbound trunk calls across cluster nodes by Cisco CUCM's "route local" rule.
 //!
+//! - [`config`]: the TOML configuration, checked into the model the gatekeeper runs on.
 //! - [`ras`]: H.225.0 RAS messages on the wire (ALIGNED PER), generated from `asn1/`.
 //! - [`pcap`]: reading and writing captures of UDP datagrams.
 //! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
 
+pub mod config;
 pub mod inspect;
 pub mod pcap;
 pub mod ras;

@@ -1,0 +1,247 @@
+//! The checked configuration the gatekeeper runs on.
+//!
+//! Every value here has passed [`super::load`]'s checks: region ids exist, C-LAN names and
+//! addresses are unique, caps and quotas are in range. The core never re-checks them.
+
+use std::net::{IpAddr, SocketAddr};
+
+use ipnet::IpNet;
+
+/// A network region number, 1..=2000.
+pub type RegionId = u16;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `[gatekeeper]`.
+    pub gatekeeper: GatekeeperSettings,
+    /// `[agl]`.
+    pub agl: AglQuotas,
+    /// `[[region]]`, in configuration order.
+    pub regions: Vec<Region>,
+    /// `[[link]]`, in configuration order.
+    pub links: Vec<Link>,
+    /// `[[clan]]`, in configuration order (the order that breaks ties).
+    pub clans: Vec<Clan>,
+    /// `[[tts]]`, first match wins.
+    pub tts: Vec<TtsRule>,
+    /// `[admin]`.
+    pub admin: AdminSettings,
+}
+
+/// How GCF choice walks the regions of a tier (domain.md §1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TierMode {
+    /// The first region of the tier, in order, that has a candidate wins.
+    Ordered,
+    /// All regions of a tier are pooled; the least loaded C-LAN across them wins.
+    Pooled,
+}
+
+/// How TTS sockets are kept (domain.md §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SocketMode {
+    /// Sockets are only counted.
+    Count,
+    /// Real TCP signalling connections.
+    Tcp,
+}
+
+/// `[gatekeeper]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatekeeperSettings {
+    /// Where GRQs arrive (unicast). Never a C-LAN's address.
+    pub discovery: SocketAddr,
+    /// Also answer GRQ on 224.0.1.41:1718.
+    pub multicast: bool,
+    /// The `gatekeeperIdentifier`, 1–128 characters.
+    pub gatekeeper_id: String,
+    /// Granted `timeToLive`, seconds, ≥ 1.
+    pub ttl_s: u32,
+    /// Life of a GCF reservation, seconds, ≥ 1.
+    pub gcf_hold_s: u32,
+    /// Region of phones the network map does not cover (when they sent to the discovery
+    /// address); an existing region.
+    pub default_region: RegionId,
+    /// How a tier's regions are walked.
+    pub tier_mode: TierMode,
+    /// Whether phones no `[[tts]]` rule matches are TTS.
+    pub tts_default: bool,
+    /// Seed of the AGL offsets; `None` seeds from the clock at start.
+    pub seed: Option<u64>,
+    /// Counted or real TCP sockets.
+    pub sockets: SocketMode,
+    /// TTS socket set-ups in flight per C-LAN, ≥ 1.
+    pub max_setups_per_clan: u32,
+}
+
+/// `[agl]`: how many entries each group contributes, and the total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AglQuotas {
+    /// Total entries, 0..=128 (priorities 0..=127).
+    pub max: usize,
+    /// Entries from the home region.
+    pub home: usize,
+    /// Entries from directly linked regions.
+    pub direct: usize,
+    /// Entries from indirectly linked regions with `agl = true`.
+    pub indirect: usize,
+}
+
+/// `[[region]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Region {
+    /// 1..=2000, unique.
+    pub id: RegionId,
+    /// A label for people; may be empty.
+    pub name: String,
+    /// The IP network map entries of this region.
+    pub networks: Vec<IpNet>,
+}
+
+/// Whether a linked region is reached directly or through another region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    /// Directly connected.
+    Direct,
+    /// Reached through another region.
+    Indirect,
+}
+
+/// `[[link]]`: `near`'s phones may use `far`'s C-LANs (and the reverse when `symmetric`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    /// The first region of `regions`.
+    pub near: RegionId,
+    /// The second region of `regions`; never equal to `near`.
+    pub far: RegionId,
+    /// Direct or indirect.
+    pub kind: LinkKind,
+    /// May the far region's C-LANs be offered (GCF tier 3 and the AGL's indirect group)?
+    /// Direct links are always offered; the flag matters for indirect links.
+    pub agl: bool,
+    /// Does the link hold both ways (the default)?
+    pub symmetric: bool,
+}
+
+/// Whether an interface is a C-LAN board or the server's Processor Ethernet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClanKind {
+    /// A C-LAN board.
+    Clan,
+    /// Processor Ethernet.
+    Pe,
+}
+
+/// `[[clan]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Clan {
+    /// Unique name.
+    pub name: String,
+    /// An existing region.
+    pub region: RegionId,
+    /// Its RAS address; unique, never the discovery address.
+    pub address: SocketAddr,
+    /// 1 is best; ≥ 1.
+    pub priority: u8,
+    /// Socket cap, ≥ 1 (default 480).
+    pub max_sockets: u32,
+    /// In service at start.
+    pub in_service: bool,
+    /// C-LAN or PE.
+    pub kind: ClanKind,
+    /// The cluster node it belongs to (`"cm1"` when not given).
+    pub node: String,
+}
+
+/// `[[tts]]`: which phones are TTS. A rule matches when every list it has matches (an alias
+/// pattern matches any of the phone's aliases; the phone's home region is in `regions`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TtsRule {
+    /// Alias patterns: `*` any run of characters, `?` one character; empty for any alias.
+    pub aliases: Vec<String>,
+    /// Home regions; empty for any region.
+    pub regions: Vec<RegionId>,
+    /// Whether matching phones are TTS.
+    pub tts: bool,
+}
+
+/// `[admin]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdminSettings {
+    /// Where the admin HTTP port listens.
+    pub listen: SocketAddr,
+    /// Bearer token required for changes, when set.
+    pub token: Option<String>,
+}
+
+impl Config {
+    /// The home region of a phone: the longest-prefix match of its RAS source address in the
+    /// IP network map, if any.
+    pub fn mapped_region(&self, ip: IpAddr) -> Option<RegionId> {
+        self.regions
+            .iter()
+            .flat_map(|region| region.networks.iter().map(move |net| (net, region.id)))
+            .filter(|(net, _)| net.contains(&ip))
+            .max_by_key(|(net, _)| net.prefix_len())
+            .map(|(_, id)| id)
+    }
+}
+
+impl TtsRule {
+    /// Whether this rule covers a phone with these alias texts in this home region.
+    pub fn matches<'a>(&self, aliases: impl IntoIterator<Item = &'a str>, region: RegionId) -> bool {
+        let region_ok = self.regions.is_empty() || self.regions.contains(&region);
+        let alias_ok = self.aliases.is_empty()
+            || aliases
+                .into_iter()
+                .any(|alias| self.aliases.iter().any(|p| pattern_matches(p, alias)));
+        region_ok && alias_ok
+    }
+}
+
+/// Glob match of an alias pattern: `*` any run of characters (also none), `?` one character.
+pub fn pattern_matches(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    // Iterative glob with one backtrack point: linear in practice, never exponential.
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pattern_matches;
+
+    #[test]
+    fn alias_patterns() {
+        assert!(pattern_matches("5*", "50001"));
+        assert!(pattern_matches("5*", "5"));
+        assert!(!pattern_matches("5*", "60001"));
+        assert!(pattern_matches("*", ""));
+        assert!(pattern_matches("5?0*1", "58001"));
+        assert!(!pattern_matches("5?0*1", "5800"));
+        assert!(pattern_matches("*room*", "boardroom-1"));
+        assert!(!pattern_matches("", "x"));
+    }
+}
