@@ -4,11 +4,17 @@
 //! places outbound trunk calls across cluster nodes by Cisco CUCM's "route local" rule.
 //!
 //! - [`config`]: the TOML configuration, checked into the model the gatekeeper runs on.
+//! - [`gatekeeper`]: the protocol core (no I/O): C-LAN choice, registration, AGL, TTS sockets.
+//! - [`phone`]: a simulated phone's side of RAS (no I/O), for tests, examples and storms.
 //! - [`ras`]: H.225.0 RAS messages on the wire (ALIGNED PER), generated from `asn1/`.
 //! - [`pcap`]: reading and writing captures of UDP datagrams.
+//! - [`server`]: the tokio glue: UDP sockets per C-LAN, the admin port, shutdown.
 //! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
 
 pub mod config;
+pub mod gatekeeper;
 pub mod inspect;
 pub mod pcap;
+pub mod phone;
 pub mod ras;
+pub mod server;

@@ -191,6 +191,16 @@ impl MessageKind {
         }
     }
 
+    /// Does a peer expect an answer to it? Requests and indications (GRQ, RRQ, URQ, ARQ,
+    /// BRQ, DRQ, LRQ, IRQ, IRR, NSM, RAI, SCI); everything else answers one.
+    pub fn is_request(self) -> bool {
+        use MessageKind::*;
+        matches!(
+            self,
+            Grq | Rrq | Urq | Arq | Brq | Drq | Lrq | Irq | Irr | Nsm | Rai | Sci
+        )
+    }
+
     /// The kind with this CHOICE index.
     pub fn from_index(index: usize) -> Option<MessageKind> {
         Self::ALL.get(index).copied()

@@ -1,0 +1,188 @@
+//! The load of every C-LAN — sockets, reservations, cap, in-service state — and an index of
+//! the C-LANs that can take one more phone, ordered the way GCF choice reads them (per
+//! region: priority class, then load, then configuration order). Every change keeps the
+//! index in step, so finding the best C-LAN of a region costs a map lookup, not a scan.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::topology::ClanIdx;
+use crate::config::RegionId;
+
+/// One C-LAN's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClanLoad {
+    /// Sockets in use.
+    pub sockets: u32,
+    /// GCF reservations not yet turned into sockets.
+    pub reserved: u32,
+    /// The socket cap.
+    pub cap: u32,
+    /// In service?
+    pub in_service: bool,
+    /// Region (fixed).
+    pub region: RegionId,
+    /// Priority (fixed; 1 is best).
+    pub priority: u8,
+}
+
+impl ClanLoad {
+    /// Sockets + reservations.
+    pub fn load(&self) -> u32 {
+        self.sockets + self.reserved
+    }
+
+    /// Can it take one more phone?
+    pub fn available(&self) -> bool {
+        self.in_service && self.load() < self.cap
+    }
+}
+
+/// Loads of all C-LANs plus the index of available ones.
+#[derive(Debug, Clone, Default)]
+pub struct Loads {
+    clans: Vec<ClanLoad>,
+    /// Per region, per priority class: available C-LANs as (load, index).
+    available: HashMap<RegionId, BTreeMap<u8, BTreeSet<(u32, ClanIdx)>>>,
+}
+
+impl Loads {
+    /// Loads of C-LANs starting empty.
+    pub fn new(clans: impl IntoIterator<Item = ClanLoad>) -> Loads {
+        let mut loads = Loads::default();
+        for clan in clans {
+            loads.clans.push(clan);
+            loads.index(loads.clans.len() - 1);
+        }
+        loads
+    }
+
+    /// One C-LAN's counters.
+    pub fn get(&self, idx: ClanIdx) -> &ClanLoad {
+        &self.clans[idx]
+    }
+
+    /// All C-LANs' counters, in configuration order.
+    pub fn all(&self) -> &[ClanLoad] {
+        &self.clans
+    }
+
+    /// The best available C-LAN of a region: (priority, load, index) of the least loaded
+    /// C-LAN of its best priority class that has room.
+    pub fn best_in_region(&self, region: RegionId) -> Option<(u8, u32, ClanIdx)> {
+        let classes = self.available.get(&region)?;
+        let (&priority, set) = classes.iter().next()?;
+        let &(load, idx) = set.iter().next()?;
+        Some((priority, load, idx))
+    }
+
+    fn key(&self, idx: ClanIdx) -> (RegionId, u8, (u32, ClanIdx)) {
+        let clan = &self.clans[idx];
+        (clan.region, clan.priority, (clan.load(), idx))
+    }
+
+    fn unindex(&mut self, idx: ClanIdx) {
+        let (region, priority, entry) = self.key(idx);
+        if let Some(classes) = self.available.get_mut(&region) {
+            if let Some(set) = classes.get_mut(&priority) {
+                set.remove(&entry);
+                if set.is_empty() {
+                    classes.remove(&priority);
+                }
+            }
+            if classes.is_empty() {
+                self.available.remove(&region);
+            }
+        }
+    }
+
+    fn index(&mut self, idx: ClanIdx) {
+        if self.clans[idx].available() {
+            let (region, priority, entry) = self.key(idx);
+            self.available
+                .entry(region)
+                .or_default()
+                .entry(priority)
+                .or_default()
+                .insert(entry);
+        }
+    }
+
+    fn change(&mut self, idx: ClanIdx, f: impl FnOnce(&mut ClanLoad)) {
+        self.unindex(idx);
+        f(&mut self.clans[idx]);
+        self.index(idx);
+    }
+
+    /// One more reservation.
+    pub fn reserve(&mut self, idx: ClanIdx) {
+        self.change(idx, |c| c.reserved += 1);
+    }
+
+    /// One reservation fewer.
+    pub fn release(&mut self, idx: ClanIdx) {
+        self.change(idx, |c| c.reserved = c.reserved.saturating_sub(1));
+    }
+
+    /// One more socket.
+    pub fn add_socket(&mut self, idx: ClanIdx) {
+        self.change(idx, |c| c.sockets += 1);
+    }
+
+    /// A reservation becomes a socket.
+    pub fn reservation_to_socket(&mut self, idx: ClanIdx) {
+        self.change(idx, |c| {
+            c.reserved = c.reserved.saturating_sub(1);
+            c.sockets += 1;
+        });
+    }
+
+    /// One socket fewer.
+    pub fn remove_socket(&mut self, idx: ClanIdx) {
+        self.change(idx, |c| c.sockets = c.sockets.saturating_sub(1));
+    }
+
+    /// Into or out of service.
+    pub fn set_in_service(&mut self, idx: ClanIdx, in_service: bool) {
+        self.change(idx, |c| c.in_service = in_service);
+    }
+
+    /// A new cap (≥ 1); a cap below the load only stops new work.
+    pub fn set_cap(&mut self, idx: ClanIdx, cap: u32) {
+        self.change(idx, |c| c.cap = cap.max(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clan(region: RegionId, priority: u8, cap: u32) -> ClanLoad {
+        ClanLoad {
+            sockets: 0,
+            reserved: 0,
+            cap,
+            in_service: true,
+            region,
+            priority,
+        }
+    }
+
+    #[test]
+    fn best_is_least_loaded_of_the_best_class() {
+        let mut loads = Loads::new([clan(1, 2, 9), clan(1, 1, 2), clan(1, 1, 2), clan(2, 1, 9)]);
+        assert_eq!(loads.best_in_region(1), Some((1, 0, 1)));
+        loads.add_socket(1);
+        assert_eq!(loads.best_in_region(1), Some((1, 0, 2)));
+        loads.reserve(2);
+        loads.reserve(2);
+        assert_eq!(loads.best_in_region(1), Some((1, 1, 1)));
+        loads.add_socket(1);
+        // Both priority-1 C-LANs are full: the class falls back to priority 2.
+        assert_eq!(loads.best_in_region(1), Some((2, 0, 0)));
+        loads.set_in_service(0, false);
+        assert_eq!(loads.best_in_region(1), None);
+        loads.release(2);
+        assert_eq!(loads.best_in_region(1), Some((1, 1, 2)));
+        assert_eq!(loads.best_in_region(3), None);
+    }
+}

@@ -1,0 +1,484 @@
+//! The gatekeeper's protocol core: every rule of domain.md §1–5 and §7, with no I/O.
+//!
+//! ```text
+//!   datagram (now, local, from) ──▶ Gatekeeper::handle ──▶ Vec<Transmit> (local, to, octets)
+//!   clock reaches poll_timeout() ──▶ Gatekeeper::handle_timeout ──▶ Vec<Transmit>
+//!   admin (in/out of service, cap) ──▶ Gatekeeper::set_in_service / set_cap
+//!   admin queries                  ──▶ Gatekeeper::snapshot
+//! ```
+//!
+//! Time is a parameter and randomness is a seeded generator, so the same inputs always give
+//! the same outputs: a pcap replays identically, and a TTL of hours passes in a test in
+//! microseconds. The tokio server in [`crate::server`] only moves datagrams.
+//!
+//! What it keeps: per C-LAN loads ([`load`]), registrations ([`registry`]), GCF reservations
+//! (one per RAS source), the retransmission cache ([`retransmit`]), gatekeeper-sent URQs
+//! waiting for their UCF, and TTS phones waiting for a socket. The rules themselves are the
+//! pure functions of [`policy`].
+
+mod discovery;
+pub mod load;
+pub mod policy;
+mod registration;
+pub mod registry;
+pub mod retransmit;
+mod snapshot;
+mod stats;
+pub mod topology;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::config::{Config, RegionId};
+use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
+use crate::ras::{self, MessageKind, RasMessage};
+use load::{ClanLoad, Loads};
+use registry::Registry;
+use retransmit::RetransmitCache;
+use topology::{ClanIdx, Topology};
+
+pub use snapshot::{ClanView, RegistrationView, Snapshot};
+pub use stats::Stats;
+
+/// The multicast group of gatekeeper discovery (H.225.0 §7.2.1).
+pub const MULTICAST_GROUP: Ipv4Addr = Ipv4Addr::new(224, 0, 1, 41);
+
+/// The multicast discovery port.
+pub const MULTICAST_PORT: u16 = 1718;
+
+/// How often a gatekeeper-sent URQ is sent again while no UCF comes (H.225.0 RAS timer).
+pub const URQ_RETRY: Duration = Duration::from_secs(3);
+
+/// How many times a gatekeeper-sent URQ is sent in all.
+pub const URQ_ATTEMPTS: u32 = 3;
+
+/// How often TTS phones without a socket are tried again.
+pub const TTS_RETRY: Duration = Duration::from_secs(1);
+
+/// One datagram to send.
+#[must_use]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// The local address (discovery or a C-LAN) to send it from.
+    pub local: SocketAddr,
+    /// Where to.
+    pub to: SocketAddr,
+    /// The encoded RAS message.
+    pub payload: Bytes,
+}
+
+/// Why the gatekeeper cannot start with a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    /// The gatekeeper identifier cannot go on the wire.
+    #[error("gatekeeper.gatekeeper_id: {0}")]
+    GatekeeperId(ras::AliasError),
+}
+
+/// A C-LAN that admin operations name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no C-LAN is named {0:?}")]
+pub struct UnknownClan(pub String);
+
+/// A reservation: a GCF named this C-LAN to this RAS source.
+#[derive(Debug, Clone, Copy)]
+struct Reservation {
+    clan: ClanIdx,
+    expires: Instant,
+}
+
+/// A gatekeeper-sent URQ waiting for its UCF.
+#[derive(Debug, Clone)]
+struct PendingUrq {
+    transmit: Transmit,
+    attempts: u32,
+    next: Instant,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    Registration(u64),
+    Reservation(SocketAddr),
+    Urq(SocketAddr, u16),
+}
+
+/// The gatekeeper: all its state, driven by [`handle`](Gatekeeper::handle) and
+/// [`handle_timeout`](Gatekeeper::handle_timeout).
+pub struct Gatekeeper {
+    config: Config,
+    gatekeeper_id: GatekeeperId,
+    topology: Topology,
+    loads: Loads,
+    registry: Registry,
+    reservations: HashMap<SocketAddr, Reservation>,
+    retransmits: RetransmitCache,
+    pending_urqs: HashMap<(SocketAddr, u16), PendingUrq>,
+    tts_pending: BTreeSet<u64>,
+    tts_retry_at: Option<Instant>,
+    timers: BinaryHeap<Reverse<(Instant, Timer)>>,
+    next_seq: u16,
+    rng: ChaCha8Rng,
+    stats: Stats,
+}
+
+impl Gatekeeper {
+    /// A gatekeeper with every C-LAN empty. The AGL offsets are seeded by `config`'s seed
+    /// (0 when it has none: the server fills in a random one).
+    pub fn new(config: Config) -> Result<Gatekeeper, StartError> {
+        let gatekeeper_id =
+            GatekeeperId::new(&config.gatekeeper.gatekeeper_id).map_err(StartError::GatekeeperId)?;
+        let topology = Topology::new(&config);
+        let loads = Loads::new(config.clans.iter().map(|clan| ClanLoad {
+            sockets: 0,
+            reserved: 0,
+            cap: clan.max_sockets,
+            in_service: clan.in_service,
+            region: clan.region,
+            priority: clan.priority,
+        }));
+        let rng = ChaCha8Rng::seed_from_u64(config.gatekeeper.seed.unwrap_or(0));
+        Ok(Gatekeeper {
+            config,
+            gatekeeper_id,
+            topology,
+            loads,
+            registry: Registry::default(),
+            reservations: HashMap::new(),
+            retransmits: RetransmitCache::default(),
+            pending_urqs: HashMap::new(),
+            tts_pending: BTreeSet::new(),
+            tts_retry_at: None,
+            timers: BinaryHeap::new(),
+            next_seq: 0,
+            rng,
+            stats: Stats::default(),
+        })
+    }
+
+    /// The configuration it runs on.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters of messages, rejects and failures.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Every local address a socket must be bound to: discovery first, then each C-LAN's.
+    pub fn local_addresses(&self) -> Vec<SocketAddr> {
+        let mut addresses = vec![self.config.gatekeeper.discovery];
+        addresses.extend(self.config.clans.iter().map(|clan| clan.address));
+        addresses
+    }
+
+    /// Handles one received datagram; returns what to send.
+    ///
+    /// `local` is the address it arrived at (discovery, a C-LAN, or the multicast group),
+    /// `from` its source. A datagram that does not decode is counted and answered with XRS
+    /// when its sequence number can be read; it never changes state.
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Vec<Transmit> {
+        let reply_from = if local.ip().is_multicast() {
+            self.config.gatekeeper.discovery
+        } else {
+            local
+        };
+        let message = match ras::decode(datagram) {
+            Ok(message) => message,
+            Err(error) => {
+                self.stats.decode_failures += 1;
+                tracing::debug!(peer = %from, %error, "undecodable datagram");
+                return match ras::peek_request_seq_num(datagram) {
+                    Some(seq) => {
+                        let xrs = reply::unknown_message_response(seq, datagram);
+                        self.send(reply_from, from, &xrs).into_iter().collect()
+                    }
+                    None => Vec::new(),
+                };
+            }
+        };
+        self.handle_message(now, local, from, &message, datagram)
+    }
+
+    /// Handles one decoded message; `datagram` is its encoding (for the retransmission cache
+    /// and XRS).
+    pub fn handle_message(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+        message: &RasMessage,
+        datagram: &[u8],
+    ) -> Vec<Transmit> {
+        let kind = ras::kind(message);
+        let seq = ras::request_seq_num(message);
+        let span = tracing::debug_span!("ras", peer = %from, kind = kind.short_name(), seq);
+        let _entered = span.enter();
+        self.stats.received[kind as usize] += 1;
+        let reply_from = if local.ip().is_multicast() {
+            self.config.gatekeeper.discovery
+        } else {
+            local
+        };
+        if !kind.is_request() {
+            self.handle_response(from, kind, seq);
+            return Vec::new();
+        }
+        let fingerprint = retransmit::fingerprint(datagram);
+        self.retransmits.expire(now);
+        if let Some(replies) = self.retransmits.lookup(from, seq, fingerprint) {
+            self.stats.retransmissions += 1;
+            tracing::debug!("retransmission: the same reply again");
+            return replies.to_vec();
+        }
+        let reply = match message {
+            RasMessage::gatekeeperRequest(grq) => self.gatekeeper_request(now, local, from, grq),
+            RasMessage::registrationRequest(rrq) => {
+                self.registration_request(now, local, from, rrq)
+            }
+            RasMessage::unregistrationRequest(urq) => self.unregistration_request(from, urq),
+            RasMessage::admissionRequest(arq) => self.admission_request(from, arq),
+            RasMessage::disengageRequest(drq) => {
+                Some(reply::disengage_confirm(drq.request_seq_num.0))
+            }
+            RasMessage::bandwidthRequest(brq) => Some(reply::bandwidth_confirm(
+                brq.request_seq_num.0,
+                brq.band_width.0,
+            )),
+            RasMessage::infoRequestResponse(_) => None,
+            _ => Some(reply::unknown_message_response(seq, datagram)),
+        };
+        let Some(reply) = reply else {
+            return Vec::new();
+        };
+        let transmits: Vec<Transmit> = self.send(reply_from, from, &reply).into_iter().collect();
+        self.retransmits
+            .store(now, from, seq, fingerprint, transmits.clone());
+        transmits
+    }
+
+    fn handle_response(&mut self, from: SocketAddr, kind: MessageKind, seq: u16) {
+        if matches!(kind, MessageKind::Ucf | MessageKind::Urj)
+            && self.pending_urqs.remove(&(from, seq)).is_some()
+        {
+            tracing::debug!("URQ answered");
+        }
+    }
+
+    /// Encodes a message and counts it as sent.
+    fn send(&mut self, local: SocketAddr, to: SocketAddr, message: &RasMessage) -> Option<Transmit> {
+        let kind = ras::kind(message);
+        match ras::encode(message) {
+            Ok(octets) => {
+                self.stats.sent[kind as usize] += 1;
+                Some(Transmit {
+                    local,
+                    to,
+                    payload: Bytes::from(octets),
+                })
+            }
+            Err(error) => {
+                self.stats.encode_failures += 1;
+                tracing::error!(%error, "cannot encode a reply");
+                None
+            }
+        }
+    }
+
+    /// A phone's home region: the network map, else the region of the C-LAN it sent to,
+    /// else `default_region`.
+    fn home_region(&self, local: SocketAddr, ip: IpAddr) -> RegionId {
+        self.config.mapped_region(ip).unwrap_or_else(|| {
+            match self.topology.clan_at.get(&local) {
+                Some(&clan) => self.topology.clan_region[clan],
+                None => self.config.gatekeeper.default_region,
+            }
+        })
+    }
+
+    /// The AGL entries of a list of C-LANs, priorities 0, 1, 2, ….
+    fn agl_entries(&self, agl: &[ClanIdx]) -> Vec<AlternateGatekeeper> {
+        agl.iter()
+            .enumerate()
+            .map(|(priority, &idx)| AlternateGatekeeper {
+                ras_address: self.config.clans[idx].address,
+                gatekeeper_id: Some(self.gatekeeper_id.clone()),
+                priority: priority.min(127) as u8,
+            })
+            .collect()
+    }
+
+    fn next_seq(&mut self) -> u16 {
+        self.next_seq = self.next_seq.wrapping_add(1).max(1);
+        self.next_seq
+    }
+
+    fn arm(&mut self, at: Instant, timer: Timer) {
+        self.timers.push(Reverse((at, timer)));
+    }
+
+    /// When [`handle_timeout`](Gatekeeper::handle_timeout) should run next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let timers = self.timers.peek().map(|Reverse((at, _))| *at);
+        [timers, self.retransmits.next_expiry(), self.tts_retry_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Expires what is due at `now`: reservations, registrations, cached replies; sends URQs
+    /// again; tries TTS phones without a socket again.
+    pub fn handle_timeout(&mut self, now: Instant) -> Vec<Transmit> {
+        let mut out = Vec::new();
+        self.retransmits.expire(now);
+        while let Some(&Reverse((at, timer))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            match timer {
+                Timer::Reservation(source) => {
+                    if let Some(r) = self.reservations.get(&source).copied() {
+                        if r.expires == at {
+                            self.reservations.remove(&source);
+                            self.loads.release(r.clan);
+                            self.stats.reservations_expired += 1;
+                        }
+                    }
+                }
+                Timer::Registration(key) => {
+                    if self.registry.get(key).is_some_and(|r| r.expires == at) {
+                        tracing::debug!(endpoint = %registry::endpoint_id_text(key), "TTL expired");
+                        self.unregister(key);
+                        self.stats.registrations_expired += 1;
+                    }
+                }
+                Timer::Urq(to, seq) => {
+                    if let Some(pending) = self.pending_urqs.get_mut(&(to, seq)) {
+                        if pending.next == at {
+                            if pending.attempts >= URQ_ATTEMPTS {
+                                self.pending_urqs.remove(&(to, seq));
+                            } else {
+                                pending.attempts += 1;
+                                pending.next = at + URQ_RETRY;
+                                let transmit = pending.transmit.clone();
+                                self.arm(at + URQ_RETRY, Timer::Urq(to, seq));
+                                self.stats.sent[MessageKind::Urq as usize] += 1;
+                                out.push(transmit);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if self.tts_retry_at.is_some_and(|at| at <= now) {
+            self.tts_retry_at = None;
+            self.place_pending_tts(now);
+        }
+        out
+    }
+
+    /// Frees a registration's socket and forgets it.
+    fn unregister(&mut self, key: u64) -> Option<registry::Registration> {
+        let registration = self.registry.remove(key)?;
+        if let Some(clan) = registration.socket {
+            self.loads.remove_socket(clan);
+        }
+        self.tts_pending.remove(&key);
+        Some(registration)
+    }
+
+    /// Drops the reservation of a RAS source, if any.
+    fn release_reservation(&mut self, source: SocketAddr) -> Option<ClanIdx> {
+        let reservation = self.reservations.remove(&source)?;
+        self.loads.release(reservation.clan);
+        Some(reservation.clan)
+    }
+
+    /// The C-LAN of a name.
+    pub fn clan_by_name(&self, name: &str) -> Result<ClanIdx, UnknownClan> {
+        self.config
+            .clans
+            .iter()
+            .position(|clan| clan.name == name)
+            .ok_or_else(|| UnknownClan(name.to_string()))
+    }
+
+    /// Takes a C-LAN out of service or back into service (domain.md §5). Out of service: its
+    /// reservations are dropped and each phone with a socket on it is unregistered with a
+    /// gatekeeper-sent URQ carrying its new AGL; its load drops to 0. Back in service: no
+    /// rebalancing.
+    pub fn set_in_service(&mut self, now: Instant, clan: ClanIdx, in_service: bool) -> Vec<Transmit> {
+        if self.loads.get(clan).in_service == in_service {
+            return Vec::new();
+        }
+        self.loads.set_in_service(clan, in_service);
+        self.config.clans[clan].in_service = in_service;
+        tracing::info!(clan = %self.config.clans[clan].name, in_service, "C-LAN state changed");
+        if in_service {
+            return Vec::new();
+        }
+        let reserved: Vec<SocketAddr> = self
+            .reservations
+            .iter()
+            .filter(|(_, r)| r.clan == clan)
+            .map(|(&source, _)| source)
+            .collect();
+        for source in reserved {
+            self.release_reservation(source);
+        }
+        let mut out = Vec::new();
+        for key in self.registry.with_socket_on(clan) {
+            let Some(registration) = self.unregister(key) else {
+                continue;
+            };
+            let tiers = self.topology.tiers(registration.region).into_owned();
+            let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
+            let entries = self.agl_entries(&agl);
+            let seq = self.next_seq();
+            let urq = reply::unregistration_request(&reply::Urq {
+                request_seq_num: seq,
+                call_signal_address: &registration.call_signal_address,
+                aliases: &registration.aliases,
+                endpoint_id: Some(&registration.endpoint_id),
+                gatekeeper_id: Some(&self.gatekeeper_id),
+                reason: Some(reply::UrqReason::ReregistrationRequired),
+                agl: &entries,
+            });
+            let local = self.config.clans[registration.registered_via].address;
+            if let Some(transmit) = self.send(local, registration.source, &urq) {
+                let next = now + URQ_RETRY;
+                self.pending_urqs.insert(
+                    (registration.source, seq),
+                    PendingUrq {
+                        transmit: transmit.clone(),
+                        attempts: 1,
+                        next,
+                    },
+                );
+                self.arm(next, Timer::Urq(registration.source, seq));
+                out.push(transmit);
+            }
+        }
+        out
+    }
+
+    /// Changes a C-LAN's cap. A cap below the load stops new work on it until the load falls;
+    /// no phone is dropped.
+    pub fn set_cap(&mut self, clan: ClanIdx, cap: u32) {
+        self.loads.set_cap(clan, cap);
+        self.config.clans[clan].max_sockets = cap.max(1);
+    }
+}

@@ -1,0 +1,79 @@
+//! The rules of domain.md §1, §3 and §4 as pure functions of the topology and the loads:
+//! which C-LAN goes into a GCF, which C-LANs make up an AGL, and which AGL entry gets a TTS
+//! phone's socket. Nothing here changes state; the random AGL offsets come from the caller's
+//! generator, so a seeded run is reproducible.
+
+use rand::Rng;
+
+use super::load::Loads;
+use super::topology::{ClanIdx, Tiers};
+use crate::config::{AglQuotas, TierMode};
+
+/// The C-LAN a GCF names (§1): the first tier with a candidate; within it, by `mode`, the
+/// first region in order with one (`Ordered`) or the best across the tier (`Pooled`); within
+/// a region the least loaded C-LAN of the best priority class, ties by configuration order.
+/// `None`: no C-LAN anywhere has room (GRJ `resourceUnavailable`).
+pub fn choose_clan(tiers: &Tiers, loads: &Loads, mode: TierMode) -> Option<ClanIdx> {
+    for regions in tiers.groups() {
+        let best = match mode {
+            TierMode::Ordered => regions.iter().find_map(|&r| loads.best_in_region(r)),
+            TierMode::Pooled => regions.iter().filter_map(|&r| loads.best_in_region(r)).min(),
+        };
+        if let Some((_, _, idx)) = best {
+            return Some(idx);
+        }
+    }
+    None
+}
+
+/// The AGL of a phone (§3): for each group (home, direct, indirect) the C-LANs that can take
+/// a phone, in configuration order, cut cyclically from a random offset, up to the group's
+/// quota and the total `max`.
+pub fn build_agl(
+    tiers: &Tiers,
+    loads: &Loads,
+    quotas: &AglQuotas,
+    rng: &mut impl Rng,
+) -> Vec<ClanIdx> {
+    let mut agl = Vec::new();
+    let group_quotas = [quotas.home, quotas.direct, quotas.indirect];
+    for (clans, quota) in tiers.group_clans.iter().zip(group_quotas) {
+        let room = quotas.max.saturating_sub(agl.len()).min(quota);
+        if room == 0 {
+            continue;
+        }
+        let eligible: Vec<ClanIdx> = clans
+            .iter()
+            .copied()
+            .filter(|&idx| loads.get(idx).available())
+            .collect();
+        if eligible.is_empty() {
+            continue;
+        }
+        let start = rng.random_range(0..eligible.len());
+        let take = room.min(eligible.len());
+        agl.extend((0..take).map(|i| eligible[(start + i) % eligible.len()]));
+    }
+    agl
+}
+
+/// The C-LAN of a TTS phone's socket (§4): among its AGL entries that can take a phone, first
+/// the home- and direct-region ones, then the indirect-region ones; within a group the best
+/// priority class, then the least loaded, then AGL order. `None`: no entry has room now.
+pub fn choose_tts_clan(tiers: &Tiers, loads: &Loads, agl: &[ClanIdx]) -> Option<ClanIdx> {
+    let near = |idx: ClanIdx| matches!(tiers.group_of(loads.get(idx).region), Some(0 | 1));
+    for want_near in [true, false] {
+        let best = agl
+            .iter()
+            .enumerate()
+            .filter(|&(_, &idx)| near(idx) == want_near && loads.get(idx).available())
+            .min_by_key(|&(position, &idx)| {
+                let clan = loads.get(idx);
+                (clan.priority, clan.load(), position)
+            });
+        if let Some((_, &idx)) = best {
+            return Some(idx);
+        }
+    }
+    None
+}

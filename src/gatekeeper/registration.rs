@@ -1,0 +1,321 @@
+//! RRQ → RCF / RRJ, URQ → UCF / URJ, and where a registered phone's socket goes
+//! (domain.md §2–4). Also the small ARQ answer that holds until call placement lands.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::registry::{self, Registration};
+use super::{policy, Gatekeeper, Timer, TTS_RETRY};
+use crate::ras::asn::{AdmissionRequest, RegistrationRequest, UnregistrationRequest};
+use crate::ras::reply::{self, AltGkInfo, ArjReason, EndpointId, RrjReason, UrjReason};
+use crate::ras::{socket_addr, Alias, RasMessage};
+
+/// The text of an alias that `[[tts]]` patterns are matched against.
+fn alias_text(alias: &Alias) -> &str {
+    match alias {
+        Alias::DialledDigits(text)
+        | Alias::H323Id(text)
+        | Alias::UrlId(text)
+        | Alias::EmailId(text)
+        | Alias::Other(text) => text,
+        Alias::TransportId(_) => "",
+    }
+}
+
+impl Gatekeeper {
+    /// Is a phone with these aliases in this home region a TTS phone? First matching
+    /// `[[tts]]` rule, else `tts_default`.
+    pub(super) fn is_tts(&self, aliases: &[Alias], region: u16) -> bool {
+        self.config
+            .tts
+            .iter()
+            .find(|rule| rule.matches(aliases.iter().map(alias_text), region))
+            .map_or(self.config.gatekeeper.tts_default, |rule| rule.tts)
+    }
+
+    fn reject_rrq(&mut self, seq: u16, reason: RrjReason, alt: Option<AltGkInfo>) -> RasMessage {
+        let name = match &reason {
+            RrjReason::DiscoveryRequired => "discoveryRequired",
+            RrjReason::DuplicateAlias(_) => "duplicateAlias",
+            RrjReason::ResourceUnavailable => "resourceUnavailable",
+            RrjReason::FullRegistrationRequired => "fullRegistrationRequired",
+            RrjReason::InvalidCallSignalAddress => "invalidCallSignalAddress",
+            _ => "other",
+        };
+        self.stats.reject("RRJ", name);
+        tracing::info!(reason = name, "RRJ");
+        reply::registration_reject(seq, &self.gatekeeper_id, &reason, alt.as_ref())
+    }
+
+    /// An RRQ, full or lightweight.
+    pub(super) fn registration_request(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+        rrq: &RegistrationRequest,
+    ) -> Option<RasMessage> {
+        if rrq.keep_alive == Some(true) {
+            Some(self.keep_alive(now, from, rrq))
+        } else {
+            Some(self.full_registration(now, local, from, rrq))
+        }
+    }
+
+    /// Granted time to live: what the phone asked for, at most `ttl_s`.
+    fn granted_ttl(&self, rrq: &RegistrationRequest) -> u32 {
+        let ttl = self.config.gatekeeper.ttl_s;
+        rrq.time_to_live.as_ref().map_or(ttl, |asked| asked.0.clamp(1, ttl))
+    }
+
+    fn refresh(&mut self, now: Instant, key: u64, ttl_s: u32) {
+        let expires = now + Duration::from_secs(u64::from(ttl_s));
+        if let Some(registration) = self.registry.get_mut(key) {
+            registration.ttl_s = ttl_s;
+            registration.expires = expires;
+            self.arm(expires, Timer::Registration(key));
+        }
+    }
+
+    fn confirm(&self, seq: u16, key: u64) -> Option<RasMessage> {
+        let registration = self.registry.get(key)?;
+        let agl = self.agl_entries(&registration.agl);
+        Some(reply::registration_confirm(&reply::Rcf {
+            request_seq_num: seq,
+            gatekeeper_id: &self.gatekeeper_id,
+            endpoint_id: &registration.endpoint_id,
+            call_signal_address: &registration.call_signal_address,
+            aliases: &registration.aliases,
+            time_to_live_s: Some(registration.ttl_s),
+            agl: &agl,
+        }))
+    }
+
+    /// A lightweight RRQ: refreshes a registration wherever it arrives; an unknown endpoint
+    /// (or one from another source) must register in full.
+    fn keep_alive(&mut self, now: Instant, from: SocketAddr, rrq: &RegistrationRequest) -> RasMessage {
+        let seq = rrq.request_seq_num.0;
+        let key = rrq
+            .endpoint_identifier
+            .as_ref()
+            .and_then(|id| registry::key_of(&EndpointId::from_asn(id).text()))
+            .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from));
+        let Some(key) = key else {
+            return self.reject_rrq(seq, RrjReason::FullRegistrationRequired, None);
+        };
+        let ttl = self.granted_ttl(rrq);
+        self.refresh(now, key, ttl);
+        self.stats.keep_alives += 1;
+        self.confirm(seq, key)
+            .unwrap_or_else(|| self.reject_rrq(seq, RrjReason::FullRegistrationRequired, None))
+    }
+
+    /// Where section 1 would send this phone now, as `altGKInfo`.
+    fn alternative(&self, region: u16) -> Option<AltGkInfo> {
+        let tiers = self.topology.tiers(region);
+        let clan = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode)?;
+        Some(AltGkInfo {
+            alternates: self.agl_entries(&[clan]),
+            permanent: false,
+        })
+    }
+
+    /// A full RRQ at a C-LAN.
+    fn full_registration(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+        rrq: &RegistrationRequest,
+    ) -> RasMessage {
+        let seq = rrq.request_seq_num.0;
+        let Some(&clan) = self.topology.clan_at.get(&local) else {
+            return self.reject_rrq(seq, RrjReason::DiscoveryRequired, None);
+        };
+        let call_signal_address: Vec<SocketAddr> =
+            rrq.call_signal_address.iter().filter_map(socket_addr).collect();
+        if call_signal_address.is_empty() {
+            return self.reject_rrq(seq, RrjReason::InvalidCallSignalAddress, None);
+        }
+        let ras_address = rrq.ras_address.iter().find_map(socket_addr).unwrap_or(from);
+        let mut aliases: Vec<Alias> = rrq
+            .terminal_alias
+            .iter()
+            .flatten()
+            .map(Alias::from_asn)
+            .collect();
+        aliases.dedup();
+        let existing = self.registry.by_source(from);
+        let taken: Vec<Alias> = aliases
+            .iter()
+            .filter(|alias| {
+                self.registry
+                    .by_alias(alias)
+                    .is_some_and(|holder| Some(holder) != existing)
+            })
+            .cloned()
+            .collect();
+        if !taken.is_empty() {
+            return self.reject_rrq(seq, RrjReason::DuplicateAlias(taken), None);
+        }
+        let region = self.home_region(local, from.ip());
+        let tts = self.is_tts(&aliases, region);
+        let reservation = self.reservations.get(&from).map(|r| r.clan);
+        let own_socket = existing.and_then(|key| self.registry.get(key)?.socket);
+        let load = self.loads.get(clan);
+        let room = load.in_service
+            && (tts || load.load() < load.cap || reservation == Some(clan) || own_socket == Some(clan));
+        if !room {
+            let alt = self.alternative(region);
+            return self.reject_rrq(seq, RrjReason::ResourceUnavailable, alt);
+        }
+
+        // Accepted: from here on, state changes.
+        let key = match existing {
+            Some(key) => {
+                self.unregister(key);
+                key
+            }
+            None => self.registry.new_key(),
+        };
+        let socket = if tts {
+            self.release_reservation(from);
+            None
+        } else {
+            if reservation == Some(clan) {
+                self.reservations.remove(&from);
+                self.loads.reservation_to_socket(clan);
+            } else {
+                self.release_reservation(from);
+                self.loads.add_socket(clan);
+            }
+            Some(clan)
+        };
+        let tiers = self.topology.tiers(region).into_owned();
+        let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
+        let endpoint_id = EndpointId::new(&registry::endpoint_id_text(key))
+            .expect("EP + hex digits is a valid endpointIdentifier");
+        let ttl_s = self.granted_ttl(rrq);
+        self.registry.insert(
+            key,
+            Registration {
+                endpoint_id,
+                aliases,
+                source: from,
+                ras_address,
+                call_signal_address,
+                gateway: rrq.terminal_type.gateway.is_some(),
+                region,
+                tts,
+                registered_via: clan,
+                socket,
+                agl,
+                ttl_s,
+                expires: now,
+            },
+        );
+        self.refresh(now, key, ttl_s);
+        if tts {
+            self.place_tts(now, key);
+        }
+        self.stats.registrations += 1;
+        tracing::debug!(
+            endpoint = %registry::endpoint_id_text(key),
+            clan = %self.config.clans[clan].name,
+            tts,
+            "RCF"
+        );
+        self.confirm(seq, key)
+            .expect("the registration was stored just above")
+    }
+
+    /// Gives a TTS phone its socket on one of its AGL entries (§4), or queues it for a retry.
+    fn place_tts(&mut self, now: Instant, key: u64) {
+        let Some(registration) = self.registry.get(key) else {
+            return;
+        };
+        let tiers = self.topology.tiers(registration.region);
+        match policy::choose_tts_clan(&tiers, &self.loads, &registration.agl) {
+            Some(clan) => {
+                self.loads.add_socket(clan);
+                if let Some(registration) = self.registry.get_mut(key) {
+                    registration.socket = Some(clan);
+                }
+                self.tts_pending.remove(&key);
+            }
+            None => {
+                self.tts_pending.insert(key);
+                if self.tts_retry_at.is_none() {
+                    self.tts_retry_at = Some(now + TTS_RETRY);
+                }
+            }
+        }
+    }
+
+    /// Tries every TTS phone still without a socket again.
+    pub(super) fn place_pending_tts(&mut self, now: Instant) {
+        let pending: Vec<u64> = self.tts_pending.iter().copied().collect();
+        for key in pending {
+            self.place_tts(now, key);
+        }
+    }
+
+    /// A URQ from an endpoint: by `endpointIdentifier` when it gives one, else by source.
+    pub(super) fn unregistration_request(
+        &mut self,
+        from: SocketAddr,
+        urq: &UnregistrationRequest,
+    ) -> Option<RasMessage> {
+        let seq = urq.request_seq_num.0;
+        let key = match &urq.endpoint_identifier {
+            Some(id) => registry::key_of(&EndpointId::from_asn(id).text()),
+            None => self.registry.by_source(from),
+        }
+        .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from));
+        match key {
+            Some(key) => {
+                self.unregister(key);
+                self.stats.unregistrations += 1;
+                Some(reply::unregistration_confirm(seq))
+            }
+            None => {
+                self.stats.reject("URJ", "notCurrentlyRegistered");
+                Some(reply::unregistration_reject(
+                    seq,
+                    UrjReason::NotCurrentlyRegistered,
+                ))
+            }
+        }
+    }
+
+    /// An ARQ, until call placement lands: a registered caller calling a registered alias
+    /// gets that endpoint's call signalling address; anything else is refused.
+    pub(super) fn admission_request(
+        &mut self,
+        from: SocketAddr,
+        arq: &AdmissionRequest,
+    ) -> Option<RasMessage> {
+        let seq = arq.request_seq_num.0;
+        let caller = registry::key_of(&EndpointId::from_asn(&arq.endpoint_identifier).text())
+            .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from));
+        if caller.is_none() {
+            self.stats.reject("ARJ", "callerNotRegistered");
+            return Some(reply::admission_reject(seq, ArjReason::CallerNotRegistered));
+        }
+        let callee = arq
+            .destination_info
+            .iter()
+            .flatten()
+            .map(Alias::from_asn)
+            .find_map(|alias| self.registry.by_alias(&alias))
+            .and_then(|key| self.registry.get(key))
+            .and_then(|r| r.call_signal_address.first().copied());
+        match callee {
+            Some(address) => Some(reply::admission_confirm(seq, address, arq.band_width.0, false)),
+            None => {
+                self.stats.reject("ARJ", "calledPartyNotRegistered");
+                Some(reply::admission_reject(seq, ArjReason::CalledPartyNotRegistered))
+            }
+        }
+    }
+}

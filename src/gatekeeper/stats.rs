@@ -1,0 +1,68 @@
+//! Counters of what the gatekeeper did: messages in and out by type, rejects by reason,
+//! expiries, decode failures. Plain integers, read by the admin port and the metrics.
+
+use std::collections::BTreeMap;
+
+use crate::ras::MessageKind;
+
+/// Everything counted since start.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    /// Messages received, by [`MessageKind`] index.
+    pub received: Vec<u64>,
+    /// Messages sent, by [`MessageKind`] index.
+    pub sent: Vec<u64>,
+    /// Rejects sent, by message and reason (`"RRJ duplicateAlias"`).
+    pub rejects: BTreeMap<String, u64>,
+    /// Datagrams that did not decode.
+    pub decode_failures: u64,
+    /// Replies that could not be encoded (a bug if ever non-zero).
+    pub encode_failures: u64,
+    /// Requests answered from the retransmission cache.
+    pub retransmissions: u64,
+    /// Full registrations accepted.
+    pub registrations: u64,
+    /// Lightweight RRQs accepted.
+    pub keep_alives: u64,
+    /// URQs from endpoints accepted.
+    pub unregistrations: u64,
+    /// Registrations that ran out of TTL.
+    pub registrations_expired: u64,
+    /// GCF reservations that ran out before an RRQ.
+    pub reservations_expired: u64,
+}
+
+impl Default for Stats {
+    fn default() -> Stats {
+        Stats {
+            received: vec![0; MessageKind::ALL.len()],
+            sent: vec![0; MessageKind::ALL.len()],
+            rejects: BTreeMap::new(),
+            decode_failures: 0,
+            encode_failures: 0,
+            retransmissions: 0,
+            registrations: 0,
+            keep_alives: 0,
+            unregistrations: 0,
+            registrations_expired: 0,
+            reservations_expired: 0,
+        }
+    }
+}
+
+impl Stats {
+    /// Counts one reject.
+    pub fn reject(&mut self, message: &str, reason: &str) {
+        *self.rejects.entry(format!("{message} {reason}")).or_default() += 1;
+    }
+
+    /// Messages received of one kind.
+    pub fn received_of(&self, kind: MessageKind) -> u64 {
+        self.received[kind as usize]
+    }
+
+    /// Messages sent of one kind.
+    pub fn sent_of(&self, kind: MessageKind) -> u64 {
+        self.sent[kind as usize]
+    }
+}

@@ -1,0 +1,274 @@
+//! A simulated H.323 phone's side of RAS, with no I/O: it writes GRQ, RRQ (full and
+//! lightweight) and URQ, and reads what a gatekeeper answers. Tests, examples and the storm
+//! tool drive it over whatever transport they have.
+
+use std::net::SocketAddr;
+
+use crate::ras::reply::{EndpointId, GatekeeperId};
+use crate::ras::{self, asn, request, socket_addr, Alias, RasMessage};
+
+/// One phone.
+#[derive(Debug, Clone)]
+pub struct Phone {
+    /// Its aliases.
+    pub aliases: Vec<Alias>,
+    /// Its RAS address (where it sends from).
+    pub ras_address: SocketAddr,
+    /// Its call signalling address.
+    pub call_signal_address: SocketAddr,
+    /// The gatekeeper identifier learnt from GCF/RCF.
+    pub gatekeeper_id: Option<GatekeeperId>,
+    /// The endpoint identifier learnt from RCF.
+    pub endpoint_id: Option<EndpointId>,
+    /// `terminalType` is a gateway.
+    pub gateway: bool,
+    seq: u16,
+}
+
+/// What a gatekeeper said, as a phone reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// GCF: register at this RAS address.
+    Gcf {
+        /// `requestSeqNum`.
+        seq: u16,
+        /// `rasAddress`: the C-LAN to send the RRQ to.
+        ras_address: Option<SocketAddr>,
+    },
+    /// GRJ with its reason (the ASN.1 name, e.g. `resourceUnavailable`).
+    Grj {
+        /// `requestSeqNum`.
+        seq: u16,
+        /// `rejectReason`.
+        reason: String,
+    },
+    /// RCF.
+    Rcf {
+        /// `requestSeqNum`.
+        seq: u16,
+        /// `endpointIdentifier`.
+        endpoint_id: String,
+        /// The AGL's RAS addresses in order.
+        agl: Vec<SocketAddr>,
+        /// Granted `timeToLive`.
+        time_to_live_s: Option<u32>,
+    },
+    /// RRJ.
+    Rrj {
+        /// `requestSeqNum`.
+        seq: u16,
+        /// `rejectReason`.
+        reason: String,
+        /// `altGKInfo`'s RAS addresses.
+        alternates: Vec<SocketAddr>,
+    },
+    /// A gatekeeper-sent URQ, with the AGL to register at next.
+    Urq {
+        /// `requestSeqNum` (answer it with [`Phone::ucf`]).
+        seq: u16,
+        /// `alternateGatekeeper`'s RAS addresses.
+        agl: Vec<SocketAddr>,
+    },
+    /// UCF.
+    Ucf {
+        /// `requestSeqNum`.
+        seq: u16,
+    },
+    /// URJ.
+    Urj {
+        /// `requestSeqNum`.
+        seq: u16,
+        /// `rejectReason`.
+        reason: String,
+    },
+    /// Anything else, by short name.
+    Other {
+        /// `GCF`, `XRS`, ….
+        kind: ras::MessageKind,
+        /// `requestSeqNum`.
+        seq: u16,
+    },
+}
+
+/// The ASN.1 name of a CHOICE value without its payload: `resourceUnavailable(())` →
+/// `resourceUnavailable`.
+fn choice_name(value: &impl std::fmt::Debug) -> String {
+    let text = format!("{value:?}");
+    text.split('(').next().unwrap_or_default().to_string()
+}
+
+fn addresses(list: &[asn::AlternateGK]) -> Vec<SocketAddr> {
+    list.iter().filter_map(|gk| socket_addr(&gk.ras_address)).collect()
+}
+
+impl Answer {
+    /// Reads a gatekeeper's datagram.
+    pub fn read(datagram: &[u8]) -> Result<Answer, ras::DecodeError> {
+        Ok(Answer::from_message(&ras::decode(datagram)?))
+    }
+
+    /// Reads a decoded message.
+    pub fn from_message(message: &RasMessage) -> Answer {
+        let seq = ras::request_seq_num(message);
+        match message {
+            RasMessage::gatekeeperConfirm(gcf) => Answer::Gcf {
+                seq,
+                ras_address: socket_addr(&gcf.ras_address),
+            },
+            RasMessage::gatekeeperReject(grj) => Answer::Grj {
+                seq,
+                reason: choice_name(&grj.reject_reason),
+            },
+            RasMessage::registrationConfirm(rcf) => Answer::Rcf {
+                seq,
+                endpoint_id: ras::bmp_text(&rcf.endpoint_identifier.0),
+                agl: rcf.alternate_gatekeeper.as_deref().map(addresses).unwrap_or_default(),
+                time_to_live_s: rcf.time_to_live.as_ref().map(|ttl| ttl.0),
+            },
+            RasMessage::registrationReject(rrj) => Answer::Rrj {
+                seq,
+                reason: choice_name(&rrj.reject_reason),
+                alternates: rrj
+                    .alt_gkinfo
+                    .as_ref()
+                    .map(|info| addresses(&info.alternate_gatekeeper))
+                    .unwrap_or_default(),
+            },
+            RasMessage::unregistrationRequest(urq) => Answer::Urq {
+                seq,
+                agl: urq.alternate_gatekeeper.as_deref().map(addresses).unwrap_or_default(),
+            },
+            RasMessage::unregistrationConfirm(_) => Answer::Ucf { seq },
+            RasMessage::unregistrationReject(urj) => Answer::Urj {
+                seq,
+                reason: choice_name(&urj.reject_reason),
+            },
+            other => Answer::Other {
+                kind: ras::kind(other),
+                seq,
+            },
+        }
+    }
+
+    /// Its `requestSeqNum`.
+    pub fn seq(&self) -> u16 {
+        match self {
+            Answer::Gcf { seq, .. }
+            | Answer::Grj { seq, .. }
+            | Answer::Rcf { seq, .. }
+            | Answer::Rrj { seq, .. }
+            | Answer::Urq { seq, .. }
+            | Answer::Ucf { seq }
+            | Answer::Urj { seq, .. }
+            | Answer::Other { seq, .. } => *seq,
+        }
+    }
+}
+
+fn encode(message: &RasMessage) -> Vec<u8> {
+    // Every message a phone builds comes from checked values: encoding cannot fail.
+    ras::encode(message).expect("a phone's own message encodes")
+}
+
+impl Phone {
+    /// A terminal with these aliases, taking RAS and calls at `ras_address` (calls on port
+    /// 1720 of the same IP).
+    pub fn new(aliases: Vec<Alias>, ras_address: SocketAddr) -> Phone {
+        Phone {
+            aliases,
+            ras_address,
+            call_signal_address: SocketAddr::new(ras_address.ip(), 1720),
+            gatekeeper_id: None,
+            endpoint_id: None,
+            gateway: false,
+            seq: 0,
+        }
+    }
+
+    /// A terminal with one dialled-digits alias (an extension).
+    pub fn extension(extension: u32, ras_address: SocketAddr) -> Phone {
+        let alias = Alias::dialled_digits(&extension.to_string())
+            .expect("decimal digits are dialledDigits");
+        Phone::new(vec![alias], ras_address)
+    }
+
+    /// The next `requestSeqNum` (1..=65535, wrapping).
+    pub fn next_seq(&mut self) -> u16 {
+        self.seq = self.seq.wrapping_add(1).max(1);
+        self.seq
+    }
+
+    /// The last `requestSeqNum` used.
+    pub fn last_seq(&self) -> u16 {
+        self.seq
+    }
+
+    /// A GRQ (a new sequence number).
+    pub fn grq(&mut self) -> Vec<u8> {
+        let seq = self.next_seq();
+        encode(&request::gatekeeper_request(seq, self.ras_address, &self.aliases, None))
+    }
+
+    /// A full RRQ (a new sequence number).
+    pub fn rrq(&mut self) -> Vec<u8> {
+        let seq = self.next_seq();
+        let terminal_type = if self.gateway {
+            request::gateway()
+        } else {
+            request::terminal()
+        };
+        encode(&request::registration_request(&request::Rrq {
+            request_seq_num: seq,
+            call_signal_address: self.call_signal_address,
+            ras_address: self.ras_address,
+            terminal_type,
+            aliases: &self.aliases,
+            gatekeeper_id: self.gatekeeper_id.as_ref(),
+            time_to_live_s: None,
+        }))
+    }
+
+    /// A lightweight RRQ (`keepAlive`), or `None` before the phone has an endpoint id.
+    pub fn keep_alive(&mut self) -> Option<Vec<u8>> {
+        let seq = self.next_seq();
+        let endpoint_id = self.endpoint_id.as_ref()?;
+        Some(encode(&request::keep_alive(
+            seq,
+            self.call_signal_address,
+            self.ras_address,
+            endpoint_id,
+            self.gatekeeper_id.as_ref(),
+            None,
+        )))
+    }
+
+    /// A URQ for its own registration.
+    pub fn urq(&mut self) -> Vec<u8> {
+        let seq = self.next_seq();
+        encode(&ras::reply::unregistration_request(&ras::reply::Urq {
+            request_seq_num: seq,
+            call_signal_address: &[self.call_signal_address],
+            aliases: &self.aliases,
+            endpoint_id: self.endpoint_id.as_ref(),
+            gatekeeper_id: self.gatekeeper_id.as_ref(),
+            reason: None,
+            agl: &[],
+        }))
+    }
+
+    /// A UCF answering a gatekeeper-sent URQ.
+    pub fn ucf(&self, seq: u16) -> Vec<u8> {
+        encode(&ras::reply::unregistration_confirm(seq))
+    }
+
+    /// Learns from an answer (the endpoint id of an RCF; forgets it on a URQ or UCF).
+    pub fn learn(&mut self, answer: &Answer) {
+        match answer {
+            Answer::Rcf { endpoint_id, .. } => {
+                self.endpoint_id = EndpointId::new(endpoint_id).ok();
+            }
+            Answer::Urq { .. } | Answer::Ucf { .. } => self.endpoint_id = None,
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! The tokio glue around the protocol core: one UDP socket on the discovery address and one
+//! on every C-LAN address (an RRQ is served by the C-LAN it arrived at), optional multicast
+//! discovery, the admin HTTP port, and graceful shutdown.
+//!
+//! ```text
+//!   UDP sockets ──recv tasks──▶ mpsc ──▶ state task (owns Gatekeeper) ──▶ send_to
+//!   admin HTTP  ──handlers────▶ mpsc ──▶ state task ──oneshot──▶ JSON
+//! ```
+//!
+//! One task owns the [`Gatekeeper`]; nothing else touches it, so there are no locks. The
+//! receive tasks only copy datagrams into the channel; the state task sends replies itself.
+
+mod admin;
+mod sockets;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::Config;
+use crate::gatekeeper::{ClanView, Gatekeeper, RegistrationView, StartError, Transmit};
+
+pub use admin::AdminError;
+
+/// Why the server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The configuration cannot run.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// A socket cannot be bound.
+    #[error("cannot bind the RAS socket {address} ({role}): {source}")]
+    Bind {
+        /// The address.
+        address: SocketAddr,
+        /// Discovery, a C-LAN's name, or multicast.
+        role: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The admin port cannot be bound.
+    #[error("cannot bind the admin port {address} ([admin] listen): {source}")]
+    Admin {
+        /// The address.
+        address: SocketAddr,
+        /// What the system said.
+        source: std::io::Error,
+    },
+}
+
+/// A received datagram on its way to the state task.
+struct Datagram {
+    local: SocketAddr,
+    from: SocketAddr,
+    payload: Bytes,
+}
+
+/// What the admin port asks the state task.
+pub(crate) enum Query {
+    Clans(oneshot::Sender<Vec<ClanView>>),
+    Registrations(oneshot::Sender<Vec<RegistrationView>>),
+}
+
+/// A server with every socket bound, ready to [`run`](Server::run).
+pub struct Server {
+    gatekeeper: Gatekeeper,
+    /// Every RAS socket by its local address (discovery first, then C-LANs); replies leave
+    /// from the socket of the address the request arrived at.
+    sockets: HashMap<SocketAddr, Arc<UdpSocket>>,
+    /// Sockets to read, with the local address a datagram is reported at (the multicast
+    /// socket reports the group).
+    readers: Vec<(SocketAddr, Arc<UdpSocket>)>,
+    admin: tokio::net::TcpListener,
+    admin_address: SocketAddr,
+}
+
+impl Server {
+    /// Binds the discovery socket, one socket per C-LAN, the multicast socket when asked
+    /// for, and the admin port. Must run inside a tokio runtime.
+    pub async fn bind(mut config: Config) -> Result<Server, ServerError> {
+        if config.gatekeeper.seed.is_none() {
+            let seed = rand::random::<u64>();
+            tracing::info!(seed, "no seed in the configuration: AGL offsets seeded at random");
+            config.gatekeeper.seed = Some(seed);
+        }
+        let mut sockets = HashMap::new();
+        let mut readers = Vec::new();
+        let mut roles = vec![(config.gatekeeper.discovery, "discovery".to_string())];
+        roles.extend(
+            config
+                .clans
+                .iter()
+                .map(|clan| (clan.address, format!("C-LAN {}", clan.name))),
+        );
+        for (address, role) in roles {
+            let socket = sockets::bind_udp(address).map_err(|source| ServerError::Bind {
+                address,
+                role,
+                source,
+            })?;
+            let socket = Arc::new(socket);
+            let local = socket.local_addr().unwrap_or(address);
+            sockets.insert(local, socket.clone());
+            readers.push((local, socket));
+        }
+        if config.gatekeeper.multicast {
+            let group = SocketAddr::from((
+                crate::gatekeeper::MULTICAST_GROUP,
+                crate::gatekeeper::MULTICAST_PORT,
+            ));
+            let socket = sockets::bind_multicast(config.gatekeeper.discovery.ip()).map_err(
+                |source| ServerError::Bind {
+                    address: group,
+                    role: "multicast discovery".to_string(),
+                    source,
+                },
+            )?;
+            readers.push((group, Arc::new(socket)));
+        }
+        let admin_address = config.admin.listen;
+        let admin = tokio::net::TcpListener::bind(admin_address)
+            .await
+            .map_err(|source| ServerError::Admin {
+                address: admin_address,
+                source,
+            })?;
+        let admin_address = admin.local_addr().unwrap_or(admin_address);
+        let gatekeeper = Gatekeeper::new(config)?;
+        Ok(Server {
+            gatekeeper,
+            sockets,
+            readers,
+            admin,
+            admin_address,
+        })
+    }
+
+    /// The admin port's address (useful when `[admin] listen` has port 0).
+    pub fn admin_address(&self) -> SocketAddr {
+        self.admin_address
+    }
+
+    /// Serves until `shutdown` completes.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let Server {
+            mut gatekeeper,
+            sockets,
+            readers,
+            admin,
+            admin_address,
+        } = self;
+        let (datagrams_tx, mut datagrams) = mpsc::channel::<Datagram>(8192);
+        let (queries_tx, mut queries) = mpsc::channel::<Query>(256);
+        let mut tasks = tokio::task::JoinSet::new();
+        for (local, socket) in readers {
+            tasks.spawn(receive(local, socket, datagrams_tx.clone()));
+        }
+        drop(datagrams_tx);
+        tasks.spawn(admin::serve(admin, queries_tx));
+        tracing::info!(
+            discovery = %gatekeeper.config().gatekeeper.discovery,
+            clans = gatekeeper.config().clans.len(),
+            admin = %admin_address,
+            "rasgk serving"
+        );
+        tokio::pin!(shutdown);
+        loop {
+            let wake = gatekeeper.poll_timeout();
+            let timer = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                Some(datagram) = datagrams.recv() => {
+                    let out = gatekeeper.handle(
+                        Instant::now(),
+                        datagram.local,
+                        datagram.from,
+                        &datagram.payload,
+                    );
+                    send_all(&sockets, out).await;
+                }
+                () = timer => {
+                    let out = gatekeeper.handle_timeout(Instant::now());
+                    send_all(&sockets, out).await;
+                }
+                Some(query) = queries.recv() => answer(&gatekeeper, query),
+            }
+        }
+        tasks.abort_all();
+        let stats = gatekeeper.stats();
+        tracing::info!(
+            registrations = stats.registrations,
+            registered_now = gatekeeper.registrations().len(),
+            decode_failures = stats.decode_failures,
+            "rasgk stopped"
+        );
+    }
+}
+
+fn answer(gatekeeper: &Gatekeeper, query: Query) {
+    // A dropped receiver means the HTTP client went away; nothing to do.
+    match query {
+        Query::Clans(reply) => {
+            let _ = reply.send(gatekeeper.clans());
+        }
+        Query::Registrations(reply) => {
+            let _ = reply.send(gatekeeper.registrations());
+        }
+    }
+}
+
+async fn send_all(sockets: &HashMap<SocketAddr, Arc<UdpSocket>>, out: Vec<Transmit>) {
+    for transmit in out {
+        let Some(socket) = sockets.get(&transmit.local) else {
+            tracing::error!(local = %transmit.local, "no socket for a reply's local address");
+            continue;
+        };
+        let sent = match socket.try_send_to(&transmit.payload, transmit.to) {
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                socket.send_to(&transmit.payload, transmit.to).await
+            }
+            other => other,
+        };
+        if let Err(error) = sent {
+            tracing::warn!(to = %transmit.to, %error, "cannot send a RAS reply");
+        }
+    }
+}
+
+/// Reads one socket until the channel closes; a receive error is logged and reading goes on.
+async fn receive(local: SocketAddr, socket: Arc<UdpSocket>, tx: mpsc::Sender<Datagram>) {
+    let mut buffer = vec![0u8; 65_536];
+    loop {
+        match socket.recv_from(&mut buffer).await {
+            Ok((len, from)) => {
+                let datagram = Datagram {
+                    local,
+                    from,
+                    payload: Bytes::copy_from_slice(&buffer[..len]),
+                };
+                if tx.send(datagram).await.is_err() {
+                    return;
+                }
+            }
+            Err(error) => {
+                // ICMP port unreachable from an earlier send shows up here on Linux; a
+                // short pause keeps a persistent error from spinning.
+                tracing::debug!(%local, %error, "receive error");
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+        }
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C: shutting down"),
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
+    }
+}
