@@ -317,6 +317,15 @@ fn clans(
         }
         let region = known.resolve(&field("region"), entry.region)?;
         let address = address(&field("address"), &entry.address)?;
+        if address.ip().is_unspecified() {
+            return Err(Fault::new(
+                field("address"),
+                format!(
+                    "{address} is a wildcard address; a C-LAN's address is sent to phones \
+                     in GCF, so it must be one they can reach"
+                ),
+            ));
+        }
         if address == discovery {
             return Err(Fault::new(
                 field("address"),
