@@ -180,6 +180,16 @@ pub struct AdminSettings {
 }
 
 impl Config {
+    /// The region numbered `id`, if it is defined.
+    pub fn region(&self, id: RegionId) -> Option<&Region> {
+        self.regions.iter().find(|region| region.id == id)
+    }
+
+    /// The C-LAN named `name`, if there is one.
+    pub fn clan(&self, name: &str) -> Option<&Clan> {
+        self.clans.iter().find(|clan| clan.name == name)
+    }
+
     /// The home region of a phone: the longest-prefix match of its RAS source address in the
     /// IP network map, if any.
     pub fn mapped_region(&self, ip: IpAddr) -> Option<RegionId> {
@@ -194,7 +204,11 @@ impl Config {
 
 impl TtsRule {
     /// Whether this rule covers a phone with these alias texts in this home region.
-    pub fn matches<'a>(&self, aliases: impl IntoIterator<Item = &'a str>, region: RegionId) -> bool {
+    pub fn matches<'a>(
+        &self,
+        aliases: impl IntoIterator<Item = &'a str>,
+        region: RegionId,
+    ) -> bool {
         let region_ok = self.regions.is_empty() || self.regions.contains(&region);
         let alias_ok = self.aliases.is_empty()
             || aliases

@@ -1,0 +1,572 @@
+//! From the file model to the checked [`Config`]: every check of a config file that serde
+//! cannot do, each refusing with the field it concerns ("parse, don't validate").
+//!
+//! Sections are converted in dependency order: regions first (everything else names them),
+//! then the gatekeeper (its default region, its discovery address), the AGL quotas, links,
+//! C-LANs (which must not sit on the discovery address), TTS rules and the admin port.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use ipnet::IpNet;
+
+use super::error::Fault;
+use super::file::{
+    AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LinkFile, RegionFile, TtsFile,
+};
+use super::model::{
+    AdminSettings, AglQuotas, Clan, Config, GatekeeperSettings, Link, Region, RegionId, TtsRule,
+};
+
+/// Region numbers allowed by domain.md ("an integer 1..=2000").
+const REGION_IDS: std::ops::RangeInclusive<i64> = 1..=2000;
+/// Longest `gatekeeperIdentifier` (H.225.0: BMPString of 1..128 characters).
+const MAX_GATEKEEPER_ID: usize = 128;
+/// Longest AGL: AlternateGK priorities are 0..=127.
+const MAX_AGL: usize = 128;
+/// How many region numbers an "is not defined" message lists before it stops.
+const LISTED_REGIONS: usize = 20;
+
+/// The checked configuration of a parsed file.
+pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
+    let regions = regions(&file.region)?;
+    let known = KnownRegions::new(&regions);
+    let gatekeeper = gatekeeper(&file.gatekeeper, &known)?;
+    let agl = agl(&file.agl)?;
+    let links = links(&file.link, &known)?;
+    let clans = clans(&file.clan, &known, gatekeeper.discovery)?;
+    let tts = tts_rules(&file.tts, &known)?;
+    let admin = admin(&file.admin)?;
+    Ok(Config {
+        gatekeeper,
+        agl,
+        regions,
+        links,
+        clans,
+        tts,
+        admin,
+    })
+}
+
+/// The region numbers defined, for resolving references to them.
+struct KnownRegions {
+    ids: Vec<RegionId>,
+}
+
+impl KnownRegions {
+    fn new(regions: &[Region]) -> Self {
+        let mut ids: Vec<RegionId> = regions.iter().map(|r| r.id).collect();
+        ids.sort_unstable();
+        KnownRegions { ids }
+    }
+
+    /// `value` as a defined region, or a fault of `field`.
+    fn resolve(&self, field: &str, value: i64) -> Result<RegionId, Fault> {
+        match RegionId::try_from(value) {
+            Ok(id) if self.ids.binary_search(&id).is_ok() => Ok(id),
+            _ => Err(Fault::new(
+                field,
+                format!("region {value} is not defined ({})", self.listing()),
+            )),
+        }
+    }
+
+    fn listing(&self) -> String {
+        if self.ids.is_empty() {
+            return "no [[region]] is configured".to_owned();
+        }
+        let mut shown: Vec<String> = self
+            .ids
+            .iter()
+            .take(LISTED_REGIONS)
+            .map(|id| id.to_string())
+            .collect();
+        if self.ids.len() > LISTED_REGIONS {
+            shown.push(format!("… {} in all", self.ids.len()));
+        }
+        format!("regions: {}", shown.join(", "))
+    }
+}
+
+fn regions(entries: &[RegionFile]) -> Result<Vec<Region>, Fault> {
+    let mut regions: Vec<Region> = Vec::with_capacity(entries.len());
+    // Network (with host bits cleared) → (region index, network index) that listed it.
+    let mut networks_seen: HashMap<IpNet, (usize, usize)> = HashMap::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let field = format!("region[{i}]");
+        let id = region_id(&format!("{field}.id"), entry.id)?;
+        if let Some(first) = regions.iter().position(|r| r.id == id) {
+            return Err(Fault::new(
+                format!("{field}.id"),
+                format!("region {id} is already defined by region[{first}]"),
+            ));
+        }
+        let mut networks = Vec::with_capacity(entry.networks.len());
+        for (n, text) in entry.networks.iter().enumerate() {
+            let net_field = format!("{field}.networks[{n}]");
+            let net = network(&net_field, text)?;
+            if let Some(&(r, m)) = networks_seen.get(&net) {
+                let reason = if r == i {
+                    format!("{net} is listed twice in this region (networks[{m}])")
+                } else {
+                    format!(
+                        "{net} is already mapped to region {} by region[{r}].networks[{m}]",
+                        regions[r].id
+                    )
+                };
+                return Err(Fault::new(net_field, reason));
+            }
+            networks_seen.insert(net, (i, n));
+            networks.push(net);
+        }
+        regions.push(Region {
+            id,
+            name: entry.name.clone(),
+            networks,
+        });
+    }
+    Ok(regions)
+}
+
+/// A region number being defined (not referenced): in range.
+fn region_id(field: &str, value: i64) -> Result<RegionId, Fault> {
+    if REGION_IDS.contains(&value) {
+        // In range, so it fits.
+        RegionId::try_from(value).map_err(|_| Fault::new(field, "region id does not fit"))
+    } else {
+        Err(Fault::new(
+            field,
+            format!(
+                "region id {value} is outside {}..={}",
+                REGION_IDS.start(),
+                REGION_IDS.end()
+            ),
+        ))
+    }
+}
+
+/// A CIDR network, kept with its host bits cleared so that equal networks compare equal.
+fn network(field: &str, text: &str) -> Result<IpNet, Fault> {
+    text.parse::<IpNet>().map(|net| net.trunc()).map_err(|_| {
+        Fault::new(
+            field,
+            format!("{text:?} is not a CIDR network such as \"10.1.0.0/16\" or \"2001:db8::/32\""),
+        )
+    })
+}
+
+/// An "ip:port" address (IPv6 in brackets).
+fn address(field: &str, text: &str) -> Result<SocketAddr, Fault> {
+    text.parse::<SocketAddr>().map_err(|_| {
+        Fault::new(
+            field,
+            format!(
+                "{text:?} is not an ip:port address such as \"127.0.0.1:1719\" or \"[::1]:1719\""
+            ),
+        )
+    })
+}
+
+fn at_least_one(field: &str, value: u64) -> Result<(), Fault> {
+    if value == 0 {
+        Err(Fault::new(field, "must be at least 1"))
+    } else {
+        Ok(())
+    }
+}
+
+fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSettings, Fault> {
+    let discovery = address("gatekeeper.discovery", &gk.discovery)?;
+    gatekeeper_id(&gk.gatekeeper_id)?;
+    at_least_one("gatekeeper.ttl_s", gk.ttl_s.into())?;
+    at_least_one("gatekeeper.gcf_hold_s", gk.gcf_hold_s.into())?;
+    let default_region = known.resolve("gatekeeper.default_region", gk.default_region)?;
+    at_least_one(
+        "gatekeeper.max_setups_per_clan",
+        gk.max_setups_per_clan.into(),
+    )?;
+    Ok(GatekeeperSettings {
+        discovery,
+        multicast: gk.multicast,
+        gatekeeper_id: gk.gatekeeper_id.clone(),
+        ttl_s: gk.ttl_s,
+        gcf_hold_s: gk.gcf_hold_s,
+        default_region,
+        tier_mode: gk.tier_mode,
+        tts_default: gk.tts_default,
+        seed: gk.seed,
+        sockets: gk.sockets,
+        max_setups_per_clan: gk.max_setups_per_clan,
+    })
+}
+
+/// The `gatekeeperIdentifier` is a BMPString of 1..128 characters.
+fn gatekeeper_id(id: &str) -> Result<(), Fault> {
+    const FIELD: &str = "gatekeeper.gatekeeper_id";
+    let length = id.chars().count();
+    if length == 0 {
+        return Err(Fault::new(FIELD, "is empty; it needs 1 to 128 characters"));
+    }
+    if length > MAX_GATEKEEPER_ID {
+        return Err(Fault::new(
+            FIELD,
+            format!("has {length} characters; at most {MAX_GATEKEEPER_ID} are allowed"),
+        ));
+    }
+    if let Some(c) = id.chars().find(|&c| u32::from(c) > 0xFFFF) {
+        return Err(Fault::new(
+            FIELD,
+            format!(
+                "character U+{:04X} is outside the Basic Multilingual Plane \
+                 (gatekeeperIdentifier is a BMPString)",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn agl(agl: &AglFile) -> Result<AglQuotas, Fault> {
+    if agl.max > MAX_AGL {
+        return Err(Fault::new(
+            "agl.max",
+            format!(
+                "{} is more than {MAX_AGL} (AlternateGK priorities are 0..=127)",
+                agl.max
+            ),
+        ));
+    }
+    Ok(AglQuotas {
+        max: agl.max,
+        home: agl.home,
+        direct: agl.direct,
+        indirect: agl.indirect,
+    })
+}
+
+fn links(entries: &[LinkFile], known: &KnownRegions) -> Result<Vec<Link>, Fault> {
+    let mut links: Vec<Link> = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let field = format!("link[{i}].regions");
+        let [near, far] = entry.regions[..] else {
+            return Err(Fault::new(
+                field,
+                format!(
+                    "a link joins exactly two regions, not {}",
+                    entry.regions.len()
+                ),
+            ));
+        };
+        if near == far {
+            return Err(Fault::new(
+                field,
+                format!("a link joins two different regions, not {near} and {far}"),
+            ));
+        }
+        let near = known.resolve(&format!("{field}[0]"), near)?;
+        let far = known.resolve(&format!("{field}[1]"), far)?;
+        let link = Link {
+            near,
+            far,
+            kind: entry.kind,
+            agl: entry.agl,
+            symmetric: entry.symmetric,
+        };
+        if let Some(first) = links.iter().position(|l| duplicates(l, &link)) {
+            return Err(Fault::new(
+                field,
+                format!("regions {near} and {far} are already linked by link[{first}]"),
+            ));
+        }
+        links.push(link);
+    }
+    Ok(links)
+}
+
+/// Whether two links say something about the same direction: the same pair in the same
+/// order, or in either order when either holds both ways. (Two one-way links in opposite
+/// directions are how a pair gets different kinds or `agl` each way.)
+fn duplicates(a: &Link, b: &Link) -> bool {
+    let same = a.near == b.near && a.far == b.far;
+    let reversed = a.near == b.far && a.far == b.near;
+    same || (reversed && (a.symmetric || b.symmetric))
+}
+
+fn clans(
+    entries: &[ClanFile],
+    known: &KnownRegions,
+    discovery: SocketAddr,
+) -> Result<Vec<Clan>, Fault> {
+    if entries.is_empty() {
+        return Err(Fault::new(
+            "clan",
+            "no [[clan]] is configured; the gatekeeper needs at least one C-LAN",
+        ));
+    }
+    let mut clans: Vec<Clan> = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let field = |key: &str| format!("clan[{i}].{key}");
+        if entry.name.is_empty() {
+            return Err(Fault::new(field("name"), "is empty; a C-LAN needs a name"));
+        }
+        if let Some(first) = clans.iter().position(|c| c.name == entry.name) {
+            return Err(Fault::new(
+                field("name"),
+                format!("{:?} is already the name of clan[{first}]", entry.name),
+            ));
+        }
+        let region = known.resolve(&field("region"), entry.region)?;
+        let address = address(&field("address"), &entry.address)?;
+        if address.ip().is_unspecified() {
+            return Err(Fault::new(
+                field("address"),
+                format!(
+                    "{address} is a wildcard address; a C-LAN's address is sent to phones \
+                     in GCF, so it must be one they can reach"
+                ),
+            ));
+        }
+        if address == discovery {
+            return Err(Fault::new(
+                field("address"),
+                format!(
+                    "{address} of clan {:?} is the discovery address (gatekeeper.discovery), \
+                     which is not a C-LAN",
+                    entry.name
+                ),
+            ));
+        }
+        if let Some(other) = clans.iter().find(|c| c.address == address) {
+            return Err(Fault::new(
+                field("address"),
+                format!(
+                    "{address} of clan {:?} is already the address of clan {:?}",
+                    entry.name, other.name
+                ),
+            ));
+        }
+        if entry.priority == 0 {
+            return Err(Fault::new(
+                field("priority"),
+                "must be at least 1 (1 is the best)",
+            ));
+        }
+        at_least_one(&field("max_sockets"), entry.max_sockets.into())?;
+        if entry.node.is_empty() {
+            return Err(Fault::new(
+                field("node"),
+                "is empty; leave it out for the default node \"cm1\"",
+            ));
+        }
+        clans.push(Clan {
+            name: entry.name.clone(),
+            region,
+            address,
+            priority: entry.priority,
+            max_sockets: entry.max_sockets,
+            in_service: entry.in_service,
+            kind: entry.kind,
+            node: entry.node.clone(),
+        });
+    }
+    Ok(clans)
+}
+
+fn tts_rules(entries: &[TtsFile], known: &KnownRegions) -> Result<Vec<TtsRule>, Fault> {
+    let mut rules = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let aliases = entry.aliases.clone().unwrap_or_default();
+        let wanted = entry.regions.as_deref().unwrap_or_default();
+        if aliases.is_empty() && wanted.is_empty() {
+            return Err(Fault::new(
+                format!("tts[{i}]"),
+                "a rule needs `aliases` or `regions` (for all phones, set gatekeeper.tts_default)",
+            ));
+        }
+        if let Some(n) = aliases.iter().position(String::is_empty) {
+            return Err(Fault::new(
+                format!("tts[{i}].aliases[{n}]"),
+                "an empty pattern matches no alias; use \"*\" for any alias",
+            ));
+        }
+        let regions = wanted
+            .iter()
+            .enumerate()
+            .map(|(n, &r)| known.resolve(&format!("tts[{i}].regions[{n}]"), r))
+            .collect::<Result<Vec<_>, _>>()?;
+        rules.push(TtsRule {
+            aliases,
+            regions,
+            tts: entry.tts,
+        });
+    }
+    Ok(rules)
+}
+
+fn admin(admin: &AdminFile) -> Result<AdminSettings, Fault> {
+    let listen = address("admin.listen", &admin.listen)?;
+    if admin.token.as_deref() == Some("") {
+        return Err(Fault::new(
+            "admin.token",
+            "is empty; leave it out to allow changes without a token",
+        ));
+    }
+    Ok(AdminSettings {
+        listen,
+        token: admin.token.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{from_toml, ClanKind, ConfigError, LinkKind};
+
+    const BASE: &str = r#"
+        [[region]]
+        id = 1
+        networks = ["10.1.0.0/16"]
+        [[region]]
+        id = 2
+        networks = ["10.2.0.0/16"]
+        [[region]]
+        id = 3
+        [[clan]]
+        name = "a"
+        region = 1
+        address = "10.1.0.1:1719"
+    "#;
+
+    fn with(extra: &str) -> Result<crate::config::Config, ConfigError> {
+        from_toml(&format!("{BASE}\n{extra}"), "t.toml")
+    }
+
+    fn refused(extra: &str) -> ConfigError {
+        with(extra).expect_err("the config is refused")
+    }
+
+    #[test]
+    fn base_converts() {
+        let config = with("").expect("base config is valid");
+        assert_eq!(config.regions.len(), 3);
+        assert_eq!(config.clans[0].kind, ClanKind::Clan);
+        assert_eq!(config.gatekeeper.default_region, 1);
+    }
+
+    #[test]
+    fn clan_with_unknown_region_names_index_and_lists_regions() {
+        let e = refused("[[clan]]\nname = \"b\"\nregion = 9\naddress = \"10.1.0.2:1719\"\n");
+        assert_eq!(e.field, "clan[1].region");
+        assert_eq!(e.reason, "region 9 is not defined (regions: 1, 2, 3)");
+        assert_eq!(
+            e.to_string(),
+            "t.toml: clan[1].region: region 9 is not defined (regions: 1, 2, 3)"
+        );
+    }
+
+    #[test]
+    fn duplicate_clan_address_names_both_clans() {
+        let e = refused("[[clan]]\nname = \"b\"\nregion = 1\naddress = \"10.1.0.1:1719\"\n");
+        assert_eq!(e.field, "clan[1].address");
+        assert!(
+            e.reason
+                .contains("10.1.0.1:1719 of clan \"b\" is already the address of clan \"a\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn networks_compare_without_host_bits() {
+        let e = refused("[[region]]\nid = 4\nnetworks = [\"10.1.7.7/16\"]\n");
+        assert_eq!(e.field, "region[3].networks[0]");
+        assert!(e.reason.contains("region[0].networks[0]"), "{e}");
+        let config = with("").expect("valid");
+        assert_eq!(config.regions[0].networks[0].to_string(), "10.1.0.0/16");
+    }
+
+    #[test]
+    fn ipv6_addresses_and_networks() {
+        let config = with(
+            "[[region]]\nid = 4\nnetworks = [\"2001:db8::/32\"]\n\
+             [[clan]]\nname = \"v6\"\nregion = 4\naddress = \"[2001:db8::1]:1719\"\n",
+        )
+        .expect("IPv6 is accepted");
+        assert_eq!(config.clans[1].address.to_string(), "[2001:db8::1]:1719");
+        assert_eq!(
+            config.mapped_region("2001:db8::9".parse().expect("ip")),
+            Some(4)
+        );
+    }
+
+    #[test]
+    fn reversed_link_is_a_duplicate_unless_both_are_one_way() {
+        let e = refused(
+            "[[link]]\nregions = [1, 2]\nkind = \"direct\"\n\
+             [[link]]\nregions = [2, 1]\nkind = \"indirect\"\n",
+        );
+        assert_eq!(e.field, "link[1].regions");
+        assert!(e.reason.contains("already linked by link[0]"), "{e}");
+        let config = with(
+            "[[link]]\nregions = [1, 2]\nkind = \"direct\"\nsymmetric = false\n\
+             [[link]]\nregions = [2, 1]\nkind = \"indirect\"\nsymmetric = false\n",
+        )
+        .expect("two one-way links in opposite directions");
+        assert_eq!(config.links[1].kind, LinkKind::Indirect);
+        assert!(!config.links[1].symmetric);
+    }
+
+    #[test]
+    fn link_region_faults() {
+        let e = refused("[[link]]\nregions = [1]\nkind = \"direct\"\n");
+        assert!(e.reason.contains("exactly two regions, not 1"), "{e}");
+        let e = refused("[[link]]\nregions = [2, 2]\nkind = \"direct\"\n");
+        assert!(e.reason.contains("two different regions"), "{e}");
+        let e = refused("[[link]]\nregions = [1, 7]\nkind = \"direct\"\n");
+        assert_eq!(e.field, "link[0].regions[1]");
+    }
+
+    #[test]
+    fn tts_rules() {
+        let config = with("[[tts]]\nregions = [2]\ntts = false\n").expect("valid");
+        assert_eq!(config.tts[0].regions, vec![2]);
+        assert!(config.tts[0].aliases.is_empty());
+        let e = refused("[[tts]]\naliases = []\n");
+        assert_eq!(e.field, "tts[0]");
+        let e = refused("[[tts]]\naliases = [\"5*\", \"\"]\n");
+        assert_eq!(e.field, "tts[0].aliases[1]");
+        let e = refused("[[tts]]\nregions = [1, 0]\n");
+        assert_eq!(e.field, "tts[0].regions[1]");
+    }
+
+    #[test]
+    fn gatekeeper_id_limits_count_characters() {
+        let id = "é".repeat(128);
+        let config = with(&format!("[gatekeeper]\ngatekeeper_id = \"{id}\"\n")).expect("128");
+        assert_eq!(config.gatekeeper.gatekeeper_id.chars().count(), 128);
+        let e = refused(&format!("[gatekeeper]\ngatekeeper_id = \"{id}x\"\n"));
+        assert!(e.reason.contains("129 characters"), "{e}");
+        let e = refused("[gatekeeper]\ngatekeeper_id = \"gk😀\"\n");
+        assert!(e.reason.contains("U+1F600"), "{e}");
+    }
+
+    #[test]
+    fn region_list_is_bounded() {
+        let many: String = (10..60)
+            .map(|id| format!("[[region]]\nid = {id}\n"))
+            .collect();
+        let e = refused(&format!("{many}[gatekeeper]\ndefault_region = 9\n"));
+        assert!(e.reason.contains("… 53 in all"), "{e}");
+        assert!(e.reason.len() < 200, "{e}");
+    }
+
+    #[test]
+    fn huge_numbers_are_refused_not_wrapped() {
+        let e = refused("[[clan]]\nname = \"b\"\nregion = 65537\naddress = \"10.1.0.2:1719\"\n");
+        assert_eq!(e.field, "clan[1].region");
+        let e = refused("[[region]]\nid = 65537\n");
+        assert_eq!(e.field, "region[3].id");
+        let e = refused(
+            "[[clan]]\nname = \"b\"\nregion = 1\naddress = \"10.1.0.2:1719\"\npriority = 256\n",
+        );
+        assert_eq!(e.field, "clan[1].priority");
+    }
+}

@@ -1,0 +1,309 @@
+//! The config file as written: serde structs mirroring domain.md §8 key for key.
+//!
+//! Nothing here is checked beyond what serde does (types, unknown keys, required keys);
+//! addresses and networks stay text and region numbers stay wide integers, so that
+//! [`super::convert`] can refuse them with a message naming the field. Every default lives in
+//! a named function below, and the tables that may be left out (`[gatekeeper]`, `[agl]`,
+//! `[admin]`) take the same functions through their `Default`.
+
+use serde::Deserialize;
+
+use super::model::{ClanKind, LinkKind, SocketMode, TierMode};
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileConfig {
+    #[serde(default)]
+    pub gatekeeper: GatekeeperFile,
+    #[serde(default)]
+    pub agl: AglFile,
+    #[serde(default)]
+    pub region: Vec<RegionFile>,
+    #[serde(default)]
+    pub link: Vec<LinkFile>,
+    #[serde(default)]
+    pub clan: Vec<ClanFile>,
+    #[serde(default)]
+    pub tts: Vec<TtsFile>,
+    #[serde(default)]
+    pub admin: AdminFile,
+}
+
+/// `[gatekeeper]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GatekeeperFile {
+    #[serde(default = "default_discovery")]
+    pub discovery: String,
+    #[serde(default = "default_multicast")]
+    pub multicast: bool,
+    #[serde(default = "default_gatekeeper_id")]
+    pub gatekeeper_id: String,
+    #[serde(default = "default_ttl_s")]
+    pub ttl_s: u32,
+    #[serde(default = "default_gcf_hold_s")]
+    pub gcf_hold_s: u32,
+    #[serde(default = "default_default_region")]
+    pub default_region: i64,
+    #[serde(default = "default_tier_mode")]
+    pub tier_mode: TierMode,
+    #[serde(default = "default_tts_default")]
+    pub tts_default: bool,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default = "default_sockets")]
+    pub sockets: SocketMode,
+    #[serde(default = "default_max_setups_per_clan")]
+    pub max_setups_per_clan: u32,
+}
+
+impl Default for GatekeeperFile {
+    fn default() -> Self {
+        GatekeeperFile {
+            discovery: default_discovery(),
+            multicast: default_multicast(),
+            gatekeeper_id: default_gatekeeper_id(),
+            ttl_s: default_ttl_s(),
+            gcf_hold_s: default_gcf_hold_s(),
+            default_region: default_default_region(),
+            tier_mode: default_tier_mode(),
+            tts_default: default_tts_default(),
+            seed: None,
+            sockets: default_sockets(),
+            max_setups_per_clan: default_max_setups_per_clan(),
+        }
+    }
+}
+
+/// `[agl]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AglFile {
+    #[serde(default = "default_agl_max")]
+    pub max: usize,
+    #[serde(default = "default_agl_home")]
+    pub home: usize,
+    #[serde(default = "default_agl_direct")]
+    pub direct: usize,
+    #[serde(default = "default_agl_indirect")]
+    pub indirect: usize,
+}
+
+impl Default for AglFile {
+    fn default() -> Self {
+        AglFile {
+            max: default_agl_max(),
+            home: default_agl_home(),
+            direct: default_agl_direct(),
+            indirect: default_agl_indirect(),
+        }
+    }
+}
+
+/// `[[region]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RegionFile {
+    pub id: i64,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub networks: Vec<String>,
+}
+
+/// `[[link]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LinkFile {
+    pub regions: Vec<i64>,
+    pub kind: LinkKind,
+    #[serde(default = "default_link_agl")]
+    pub agl: bool,
+    #[serde(default = "default_link_symmetric")]
+    pub symmetric: bool,
+}
+
+/// `[[clan]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClanFile {
+    pub name: String,
+    pub region: i64,
+    pub address: String,
+    #[serde(default = "default_clan_priority")]
+    pub priority: u8,
+    #[serde(default = "default_clan_max_sockets")]
+    pub max_sockets: u32,
+    #[serde(default = "default_clan_in_service")]
+    pub in_service: bool,
+    #[serde(default = "default_clan_kind")]
+    pub kind: ClanKind,
+    #[serde(default = "default_clan_node")]
+    pub node: String,
+}
+
+/// `[[tts]]`. `None` and an empty list both mean "not given".
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TtsFile {
+    #[serde(default)]
+    pub aliases: Option<Vec<String>>,
+    #[serde(default)]
+    pub regions: Option<Vec<i64>>,
+    #[serde(default = "default_tts_rule_tts")]
+    pub tts: bool,
+}
+
+/// `[admin]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AdminFile {
+    #[serde(default = "default_admin_listen")]
+    pub listen: String,
+    #[serde(default)]
+    pub token: Option<String>,
+}
+
+impl Default for AdminFile {
+    fn default() -> Self {
+        AdminFile {
+            listen: default_admin_listen(),
+            token: None,
+        }
+    }
+}
+
+fn default_discovery() -> String {
+    "127.0.0.1:1719".to_owned()
+}
+fn default_multicast() -> bool {
+    false
+}
+fn default_gatekeeper_id() -> String {
+    "rasgk".to_owned()
+}
+fn default_ttl_s() -> u32 {
+    300
+}
+fn default_gcf_hold_s() -> u32 {
+    30
+}
+fn default_default_region() -> i64 {
+    1
+}
+fn default_tier_mode() -> TierMode {
+    TierMode::Ordered
+}
+fn default_tts_default() -> bool {
+    false
+}
+fn default_sockets() -> SocketMode {
+    SocketMode::Count
+}
+fn default_max_setups_per_clan() -> u32 {
+    5
+}
+fn default_agl_max() -> usize {
+    16
+}
+fn default_agl_home() -> usize {
+    6
+}
+fn default_agl_direct() -> usize {
+    6
+}
+fn default_agl_indirect() -> usize {
+    4
+}
+fn default_link_agl() -> bool {
+    false
+}
+fn default_link_symmetric() -> bool {
+    true
+}
+fn default_clan_priority() -> u8 {
+    1
+}
+fn default_clan_max_sockets() -> u32 {
+    480
+}
+fn default_clan_in_service() -> bool {
+    true
+}
+fn default_clan_kind() -> ClanKind {
+    ClanKind::Clan
+}
+fn default_clan_node() -> String {
+    "cm1".to_owned()
+}
+fn default_tts_rule_tts() -> bool {
+    true
+}
+fn default_admin_listen() -> String {
+    "127.0.0.1:7000".to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn omitted_tables_take_the_documented_defaults() {
+        let file: FileConfig = toml::from_str("").expect("empty file parses");
+        let gk = &file.gatekeeper;
+        assert_eq!(gk.discovery, "127.0.0.1:1719");
+        assert!(!gk.multicast);
+        assert_eq!(gk.gatekeeper_id, "rasgk");
+        assert_eq!((gk.ttl_s, gk.gcf_hold_s, gk.default_region), (300, 30, 1));
+        assert_eq!(gk.tier_mode, TierMode::Ordered);
+        assert!(!gk.tts_default);
+        assert_eq!(gk.seed, None);
+        assert_eq!(gk.sockets, SocketMode::Count);
+        assert_eq!(gk.max_setups_per_clan, 5);
+        let agl = &file.agl;
+        assert_eq!((agl.max, agl.home, agl.direct, agl.indirect), (16, 6, 6, 4));
+        assert_eq!(file.admin.listen, "127.0.0.1:7000");
+        assert_eq!(file.admin.token, None);
+    }
+
+    #[test]
+    fn empty_tables_take_the_same_defaults_as_omitted_ones() {
+        let file: FileConfig =
+            toml::from_str("[gatekeeper]\n[agl]\n[admin]\n").expect("empty tables parse");
+        assert_eq!(file.gatekeeper.ttl_s, 300);
+        assert_eq!(file.agl.max, 16);
+        assert_eq!(file.admin.listen, "127.0.0.1:7000");
+    }
+
+    #[test]
+    fn entry_defaults() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            [[region]]
+            id = 1
+            [[link]]
+            regions = [1, 2]
+            kind = "direct"
+            [[clan]]
+            name = "a"
+            region = 1
+            address = "127.0.1.1:1719"
+            [[tts]]
+            aliases = ["5*"]
+            "#,
+        )
+        .expect("minimal entries parse");
+        assert_eq!(file.region[0].name, "");
+        assert!(file.region[0].networks.is_empty());
+        assert!(!file.link[0].agl);
+        assert!(file.link[0].symmetric);
+        let clan = &file.clan[0];
+        assert_eq!((clan.priority, clan.max_sockets), (1, 480));
+        assert!(clan.in_service);
+        assert_eq!(clan.kind, ClanKind::Clan);
+        assert_eq!(clan.node, "cm1");
+        assert!(file.tts[0].tts);
+        assert_eq!(file.tts[0].regions, None);
+    }
+}
