@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use rasgk::{inspect, pcap};
+use rasgk::{config, inspect, pcap, server};
 
 #[derive(Parser)]
 #[command(
@@ -25,6 +25,37 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the gatekeeper: RAS on the discovery address and on every C-LAN, the admin port.
+    ///
+    /// Without --config it runs the embedded default topology on loopback (three regions,
+    /// eight C-LANs on 127.0.1.x, discovery on 127.0.0.1:1719, admin on 127.0.0.1:7000);
+    /// --print-default-config shows it, commented, as a starting point for your own file.
+    /// Stops cleanly on Ctrl-C or SIGTERM. Logs go to standard error; set the level with
+    /// --log or RASGK_LOG (e.g. RASGK_LOG=rasgk=debug shows every datagram).
+    ///
+    /// Examples:
+    ///   rasgk serve
+    ///   rasgk serve --print-default-config > lab.toml && rasgk serve --config lab.toml
+    ///   curl -s 127.0.0.1:7000/api/clans
+    Serve {
+        /// The configuration file (TOML); without it, the embedded default.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Print the embedded default configuration and exit.
+        #[arg(long, conflicts_with = "config")]
+        print_default_config: bool,
+        /// Log filter: error, warn, info, debug, trace, or a tracing directive.
+        #[arg(long, value_name = "FILTER")]
+        log: Option<String>,
+    },
+    /// Check a configuration file and summarise it; exit status 0 when it is good, 2 when not.
+    ///
+    /// Every problem is reported with the file, the field and the reason, e.g.
+    /// `lab.toml: clan[2].region: region 9 is not defined`.
+    CheckConfig {
+        /// The configuration file (TOML).
+        file: PathBuf,
+    },
     /// Print the RAS messages of a capture (pcap or pcapng), one line or one JSON object each.
     ///
     /// UDP datagrams to or from port 1718 or 1719 (and any --port) are taken as RAS; other
@@ -51,6 +82,18 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Serve {
+            config,
+            print_default_config,
+            log,
+        } => {
+            if print_default_config {
+                print!("{}", config::DEFAULT_TOML);
+                return ExitCode::SUCCESS;
+            }
+            serve(config.as_deref(), log.as_deref())
+        }
+        Command::CheckConfig { file } => check_config(&file),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
     }
 }
@@ -88,5 +131,83 @@ fn decode(file: &std::path::Path, json: bool, ports: &[u16]) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+fn init_logging(filter: Option<&str>) {
+    let filter = filter
+        .map(str::to_string)
+        .or_else(|| std::env::var("RASGK_LOG").ok())
+        .unwrap_or_else(|| "info".to_string());
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|error| {
+        eprintln!("rasgk: log filter {filter:?} is not valid ({error}); using info");
+        tracing_subscriber::EnvFilter::new("info")
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+fn serve(file: Option<&std::path::Path>, log: Option<&str>) -> ExitCode {
+    let config = match file {
+        Some(file) => match config::load(file) {
+            Ok(config) => config,
+            Err(error) => {
+                eprintln!("rasgk serve: {error}");
+                return ExitCode::from(2);
+            }
+        },
+        None => config::embedded_default(),
+    };
+    init_logging(log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("rasgk serve: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        match server::Server::bind(config).await {
+            Ok(server) => {
+                server.run(server::shutdown_signal()).await;
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("rasgk serve: {error}");
+                ExitCode::from(2)
+            }
+        }
+    })
+}
+
+fn check_config(file: &std::path::Path) -> ExitCode {
+    match config::load(file) {
+        Ok(config) => {
+            let in_service = config.clans.iter().filter(|c| c.in_service).count();
+            let cap: u64 = config.clans.iter().map(|c| u64::from(c.max_sockets)).sum();
+            println!(
+                "{}: ok: {} regions, {} links, {} C-LANs ({} in service, {} sockets in all), \
+                 {} [[tts]] rules; discovery {}, admin {}",
+                file.display(),
+                config.regions.len(),
+                config.links.len(),
+                config.clans.len(),
+                in_service,
+                cap,
+                config.tts.len(),
+                config.gatekeeper.discovery,
+                config.admin.listen,
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("{error}");
+            ExitCode::from(2)
+        }
     }
 }

@@ -98,7 +98,9 @@ fn choice_name(value: &impl std::fmt::Debug) -> String {
 }
 
 fn addresses(list: &[asn::AlternateGK]) -> Vec<SocketAddr> {
-    list.iter().filter_map(|gk| socket_addr(&gk.ras_address)).collect()
+    list.iter()
+        .filter_map(|gk| socket_addr(&gk.ras_address))
+        .collect()
 }
 
 impl Answer {
@@ -122,7 +124,11 @@ impl Answer {
             RasMessage::registrationConfirm(rcf) => Answer::Rcf {
                 seq,
                 endpoint_id: ras::bmp_text(&rcf.endpoint_identifier.0),
-                agl: rcf.alternate_gatekeeper.as_deref().map(addresses).unwrap_or_default(),
+                agl: rcf
+                    .alternate_gatekeeper
+                    .as_deref()
+                    .map(addresses)
+                    .unwrap_or_default(),
                 time_to_live_s: rcf.time_to_live.as_ref().map(|ttl| ttl.0),
             },
             RasMessage::registrationReject(rrj) => Answer::Rrj {
@@ -136,7 +142,11 @@ impl Answer {
             },
             RasMessage::unregistrationRequest(urq) => Answer::Urq {
                 seq,
-                agl: urq.alternate_gatekeeper.as_deref().map(addresses).unwrap_or_default(),
+                agl: urq
+                    .alternate_gatekeeper
+                    .as_deref()
+                    .map(addresses)
+                    .unwrap_or_default(),
             },
             RasMessage::unregistrationConfirm(_) => Answer::Ucf { seq },
             RasMessage::unregistrationReject(urj) => Answer::Urj {
@@ -206,7 +216,12 @@ impl Phone {
     /// A GRQ (a new sequence number).
     pub fn grq(&mut self) -> Vec<u8> {
         let seq = self.next_seq();
-        encode(&request::gatekeeper_request(seq, self.ras_address, &self.aliases, None))
+        encode(&request::gatekeeper_request(
+            seq,
+            self.ras_address,
+            &self.aliases,
+            None,
+        ))
     }
 
     /// A full RRQ (a new sequence number).

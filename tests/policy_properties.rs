@@ -205,7 +205,9 @@ fn choose_by_hand(config: &Config, loads: &Loads, home: u16) -> Option<usize> {
 }
 
 fn tier_of(tiers: &Tiers, region: u16) -> usize {
-    tiers.group_of(region).expect("an AGL entry lies in one of the phone's tiers")
+    tiers
+        .group_of(region)
+        .expect("an AGL entry lies in one of the phone's tiers")
 }
 
 proptest! {
@@ -255,10 +257,10 @@ proptest! {
         prop_assert!(groups.windows(2).all(|w| w[0] <= w[1]), "groups out of order: {:?}", groups);
         let quotas = [config.agl.home, config.agl.direct, config.agl.indirect];
         let mut taken = 0;
-        for group in 0..3 {
+        for (group, &quota) in quotas.iter().enumerate() {
             let entries: Vec<usize> = agl.iter().copied().filter(|&i| tier_of(&tiers, loads.get(i).region) == group).collect();
             let eligible: Vec<usize> = tiers.group_clans[group].iter().copied().filter(|&i| loads.get(i).available()).collect();
-            let want = quotas[group].min(config.agl.max - taken).min(eligible.len());
+            let want = quota.min(config.agl.max - taken).min(eligible.len());
             prop_assert_eq!(entries.len(), want, "group {} length", group);
             if let Some(&first) = entries.first() {
                 let start = eligible.iter().position(|&i| i == first).unwrap();

@@ -36,7 +36,8 @@ impl Gatekeeper {
         };
         self.loads.reserve(clan);
         let expires = now + Duration::from_secs(u64::from(self.config.gatekeeper.gcf_hold_s));
-        self.reservations.insert(from, Reservation { clan, expires });
+        self.reservations
+            .insert(from, Reservation { clan, expires });
         self.arm(expires, Timer::Reservation(from));
         tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF");
         Some(reply::gatekeeper_confirm(

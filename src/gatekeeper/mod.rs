@@ -131,8 +131,8 @@ impl Gatekeeper {
     /// A gatekeeper with every C-LAN empty. The AGL offsets are seeded by `config`'s seed
     /// (0 when it has none: the server fills in a random one).
     pub fn new(config: Config) -> Result<Gatekeeper, StartError> {
-        let gatekeeper_id =
-            GatekeeperId::new(&config.gatekeeper.gatekeeper_id).map_err(StartError::GatekeeperId)?;
+        let gatekeeper_id = GatekeeperId::new(&config.gatekeeper.gatekeeper_id)
+            .map_err(StartError::GatekeeperId)?;
         let topology = Topology::new(&config);
         let loads = Loads::new(config.clans.iter().map(|clan| ClanLoad {
             sockets: 0,
@@ -278,7 +278,12 @@ impl Gatekeeper {
     }
 
     /// Encodes a message and counts it as sent.
-    fn send(&mut self, local: SocketAddr, to: SocketAddr, message: &RasMessage) -> Option<Transmit> {
+    fn send(
+        &mut self,
+        local: SocketAddr,
+        to: SocketAddr,
+        message: &RasMessage,
+    ) -> Option<Transmit> {
         let kind = ras::kind(message);
         match ras::encode(message) {
             Ok(octets) => {
@@ -300,12 +305,12 @@ impl Gatekeeper {
     /// A phone's home region: the network map, else the region of the C-LAN it sent to,
     /// else `default_region`.
     fn home_region(&self, local: SocketAddr, ip: IpAddr) -> RegionId {
-        self.config.mapped_region(ip).unwrap_or_else(|| {
-            match self.topology.clan_at.get(&local) {
+        self.config
+            .mapped_region(ip)
+            .unwrap_or_else(|| match self.topology.clan_at.get(&local) {
                 Some(&clan) => self.topology.clan_region[clan],
                 None => self.config.gatekeeper.default_region,
-            }
-        })
+            })
     }
 
     /// The AGL entries of a list of C-LANs, priorities 0, 1, 2, ….
@@ -420,7 +425,12 @@ impl Gatekeeper {
     /// reservations are dropped and each phone with a socket on it is unregistered with a
     /// gatekeeper-sent URQ carrying its new AGL; its load drops to 0. Back in service: no
     /// rebalancing.
-    pub fn set_in_service(&mut self, now: Instant, clan: ClanIdx, in_service: bool) -> Vec<Transmit> {
+    pub fn set_in_service(
+        &mut self,
+        now: Instant,
+        clan: ClanIdx,
+        in_service: bool,
+    ) -> Vec<Transmit> {
         if self.loads.get(clan).in_service == in_service {
             return Vec::new();
         }

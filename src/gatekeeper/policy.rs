@@ -17,7 +17,10 @@ pub fn choose_clan(tiers: &Tiers, loads: &Loads, mode: TierMode) -> Option<ClanI
     for regions in tiers.groups() {
         let best = match mode {
             TierMode::Ordered => regions.iter().find_map(|&r| loads.best_in_region(r)),
-            TierMode::Pooled => regions.iter().filter_map(|&r| loads.best_in_region(r)).min(),
+            TierMode::Pooled => regions
+                .iter()
+                .filter_map(|&r| loads.best_in_region(r))
+                .min(),
         };
         if let Some((_, _, idx)) = best {
             return Some(idx);

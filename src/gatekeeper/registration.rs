@@ -65,7 +65,9 @@ impl Gatekeeper {
     /// Granted time to live: what the phone asked for, at most `ttl_s`.
     fn granted_ttl(&self, rrq: &RegistrationRequest) -> u32 {
         let ttl = self.config.gatekeeper.ttl_s;
-        rrq.time_to_live.as_ref().map_or(ttl, |asked| asked.0.clamp(1, ttl))
+        rrq.time_to_live
+            .as_ref()
+            .map_or(ttl, |asked| asked.0.clamp(1, ttl))
     }
 
     fn refresh(&mut self, now: Instant, key: u64, ttl_s: u32) {
@@ -93,7 +95,12 @@ impl Gatekeeper {
 
     /// A lightweight RRQ: refreshes a registration wherever it arrives; an unknown endpoint
     /// (or one from another source) must register in full.
-    fn keep_alive(&mut self, now: Instant, from: SocketAddr, rrq: &RegistrationRequest) -> RasMessage {
+    fn keep_alive(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        rrq: &RegistrationRequest,
+    ) -> RasMessage {
         let seq = rrq.request_seq_num.0;
         let key = rrq
             .endpoint_identifier
@@ -132,8 +139,11 @@ impl Gatekeeper {
         let Some(&clan) = self.topology.clan_at.get(&local) else {
             return self.reject_rrq(seq, RrjReason::DiscoveryRequired, None);
         };
-        let call_signal_address: Vec<SocketAddr> =
-            rrq.call_signal_address.iter().filter_map(socket_addr).collect();
+        let call_signal_address: Vec<SocketAddr> = rrq
+            .call_signal_address
+            .iter()
+            .filter_map(socket_addr)
+            .collect();
         if call_signal_address.is_empty() {
             return self.reject_rrq(seq, RrjReason::InvalidCallSignalAddress, None);
         }
@@ -164,7 +174,10 @@ impl Gatekeeper {
         let own_socket = existing.and_then(|key| self.registry.get(key)?.socket);
         let load = self.loads.get(clan);
         let room = load.in_service
-            && (tts || load.load() < load.cap || reservation == Some(clan) || own_socket == Some(clan));
+            && (tts
+                || load.load() < load.cap
+                || reservation == Some(clan)
+                || own_socket == Some(clan));
         if !room {
             let alt = self.alternative(region);
             return self.reject_rrq(seq, RrjReason::ResourceUnavailable, alt);
@@ -252,10 +265,22 @@ impl Gatekeeper {
         }
     }
 
-    /// Tries every TTS phone still without a socket again.
+    /// Tries every TTS phone still without a socket again. When no entry of its AGL has room
+    /// any more, its AGL is built anew first (the phone gets it with its next RCF), so the
+    /// socket still goes to one of the phone's AGL entries.
     pub(super) fn place_pending_tts(&mut self, now: Instant) {
         let pending: Vec<u64> = self.tts_pending.iter().copied().collect();
         for key in pending {
+            let Some(registration) = self.registry.get(key) else {
+                continue;
+            };
+            let tiers = self.topology.tiers(registration.region).into_owned();
+            if policy::choose_tts_clan(&tiers, &self.loads, &registration.agl).is_none() {
+                let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
+                if let Some(registration) = self.registry.get_mut(key) {
+                    registration.agl = agl;
+                }
+            }
             self.place_tts(now, key);
         }
     }
@@ -311,10 +336,18 @@ impl Gatekeeper {
             .and_then(|key| self.registry.get(key))
             .and_then(|r| r.call_signal_address.first().copied());
         match callee {
-            Some(address) => Some(reply::admission_confirm(seq, address, arq.band_width.0, false)),
+            Some(address) => Some(reply::admission_confirm(
+                seq,
+                address,
+                arq.band_width.0,
+                false,
+            )),
             None => {
                 self.stats.reject("ARJ", "calledPartyNotRegistered");
-                Some(reply::admission_reject(seq, ArjReason::CalledPartyNotRegistered))
+                Some(reply::admission_reject(
+                    seq,
+                    ArjReason::CalledPartyNotRegistered,
+                ))
             }
         }
     }

@@ -60,7 +60,11 @@ pub fn endpoint_id_text(key: u64) -> String {
 /// The key an `endpointIdentifier` text names, if it is one of ours.
 pub fn key_of(endpoint_id: &str) -> Option<u64> {
     let hex = endpoint_id.strip_prefix("EP")?;
-    if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_lowercase()) {
+    if hex.len() < 8
+        || !hex
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_lowercase())
+    {
         return None;
     }
     u64::from_str_radix(hex, 16).ok()

@@ -53,7 +53,10 @@ impl Default for Stats {
 impl Stats {
     /// Counts one reject.
     pub fn reject(&mut self, message: &str, reason: &str) {
-        *self.rejects.entry(format!("{message} {reason}")).or_default() += 1;
+        *self
+            .rejects
+            .entry(format!("{message} {reason}"))
+            .or_default() += 1;
     }
 
     /// Messages received of one kind.

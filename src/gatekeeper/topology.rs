@@ -26,7 +26,11 @@ pub struct Tiers {
 impl Tiers {
     /// The three groups of regions in order, the home region alone first.
     pub fn groups(&self) -> [&[RegionId]; 3] {
-        [std::slice::from_ref(&self.home), &self.direct, &self.indirect]
+        [
+            std::slice::from_ref(&self.home),
+            &self.direct,
+            &self.indirect,
+        ]
     }
 
     /// Which group (0 home, 1 direct, 2 indirect) a region is in, if any.

@@ -23,15 +23,25 @@ impl IntoResponse for AdminError {
         let status = match self {
             AdminError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         };
-        (status, Json(serde_json::json!({ "error": self.to_string() }))).into_response()
+        (
+            status,
+            Json(serde_json::json!({ "error": self.to_string() })),
+        )
+            .into_response()
     }
 }
 
 type Queries = mpsc::Sender<Query>;
 
-async fn ask<T>(queries: &Queries, make: impl FnOnce(oneshot::Sender<T>) -> Query) -> Result<T, AdminError> {
+async fn ask<T>(
+    queries: &Queries,
+    make: impl FnOnce(oneshot::Sender<T>) -> Query,
+) -> Result<T, AdminError> {
     let (tx, rx) = oneshot::channel();
-    queries.send(make(tx)).await.map_err(|_| AdminError::Unavailable)?;
+    queries
+        .send(make(tx))
+        .await
+        .map_err(|_| AdminError::Unavailable)?;
     rx.await.map_err(|_| AdminError::Unavailable)
 }
 
@@ -46,7 +56,9 @@ async fn registrations(State(queries): State<Queries>) -> Result<impl IntoRespon
 async fn not_found() -> impl IntoResponse {
     (
         StatusCode::NOT_FOUND,
-        Json(serde_json::json!({ "error": "no such admin endpoint (try /api/clans or /api/registrations)" })),
+        Json(
+            serde_json::json!({ "error": "no such admin endpoint (try /api/clans or /api/registrations)" }),
+        ),
     )
 }
 

@@ -86,7 +86,10 @@ impl Server {
     pub async fn bind(mut config: Config) -> Result<Server, ServerError> {
         if config.gatekeeper.seed.is_none() {
             let seed = rand::random::<u64>();
-            tracing::info!(seed, "no seed in the configuration: AGL offsets seeded at random");
+            tracing::info!(
+                seed,
+                "no seed in the configuration: AGL offsets seeded at random"
+            );
             config.gatekeeper.seed = Some(seed);
         }
         let mut sockets = HashMap::new();
@@ -114,13 +117,14 @@ impl Server {
                 crate::gatekeeper::MULTICAST_GROUP,
                 crate::gatekeeper::MULTICAST_PORT,
             ));
-            let socket = sockets::bind_multicast(config.gatekeeper.discovery.ip()).map_err(
-                |source| ServerError::Bind {
-                    address: group,
-                    role: "multicast discovery".to_string(),
-                    source,
-                },
-            )?;
+            let socket =
+                sockets::bind_multicast(config.gatekeeper.discovery.ip()).map_err(|source| {
+                    ServerError::Bind {
+                        address: group,
+                        role: "multicast discovery".to_string(),
+                        source,
+                    }
+                })?;
             readers.push((group, Arc::new(socket)));
         }
         let admin_address = config.admin.listen;

@@ -1,0 +1,714 @@
+//! Scenario tests of the gatekeeper core in virtual time (domain.md §1–5, §7): a clock that
+//! only moves when a test moves it, phones that are plain values, and no sockets.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use rasgk::config;
+use rasgk::gatekeeper::{ClanView, Gatekeeper, Transmit};
+use rasgk::phone::{Answer, Phone};
+
+const DISCOVERY: &str = "127.0.0.1:1719";
+
+/// A gatekeeper on a TOML topology, a virtual clock, and helpers to talk to it.
+struct Lab {
+    gatekeeper: Gatekeeper,
+    start: Instant,
+    now: Instant,
+}
+
+fn addr(text: &str) -> SocketAddr {
+    text.parse().unwrap()
+}
+
+impl Lab {
+    fn new(toml: &str) -> Lab {
+        let config = config::from_toml(toml, "scenario.toml").unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        Lab {
+            gatekeeper: Gatekeeper::new(config).unwrap(),
+            start,
+            now: start,
+        }
+    }
+
+    /// Moves the clock to `secs` after the start and runs the timers due.
+    fn at(&mut self, secs: u64) -> Vec<Transmit> {
+        self.now = self.start + Duration::from_secs(secs);
+        self.gatekeeper.handle_timeout(self.now)
+    }
+
+    /// Sends a datagram from a phone to `local`; returns the raw replies.
+    fn send(&mut self, local: SocketAddr, phone: &Phone, datagram: &[u8]) -> Vec<Transmit> {
+        self.gatekeeper
+            .handle(self.now, local, phone.ras_address, datagram)
+    }
+
+    /// Sends and reads the one reply.
+    fn ask(&mut self, local: SocketAddr, phone: &mut Phone, datagram: &[u8]) -> Answer {
+        let out = self.send(local, phone, datagram);
+        assert_eq!(out.len(), 1, "one reply expected, got {out:?}");
+        assert_eq!(
+            out[0].to, phone.ras_address,
+            "reply goes back to the source"
+        );
+        assert_eq!(
+            out[0].local, local,
+            "reply leaves from where the request arrived"
+        );
+        let answer = Answer::read(&out[0].payload).unwrap();
+        phone.learn(&answer);
+        answer
+    }
+
+    fn grq(&mut self, phone: &mut Phone) -> Answer {
+        let grq = phone.grq();
+        self.ask(addr(DISCOVERY), phone, &grq)
+    }
+
+    fn rrq_at(&mut self, clan: SocketAddr, phone: &mut Phone) -> Answer {
+        let rrq = phone.rrq();
+        self.ask(clan, phone, &rrq)
+    }
+
+    /// GRQ → GCF → RRQ at the named C-LAN → RCF; returns the C-LAN's address.
+    fn register(&mut self, phone: &mut Phone) -> SocketAddr {
+        let clan = match self.grq(phone) {
+            Answer::Gcf {
+                ras_address: Some(clan),
+                ..
+            } => clan,
+            other => panic!("GCF expected, got {other:?}"),
+        };
+        match self.rrq_at(clan, phone) {
+            Answer::Rcf { .. } => clan,
+            other => panic!("RCF expected, got {other:?}"),
+        }
+    }
+
+    fn clans(&self) -> Vec<ClanView> {
+        self.gatekeeper.clans()
+    }
+
+    fn clan(&self, name: &str) -> ClanView {
+        self.clans().into_iter().find(|c| c.name == name).unwrap()
+    }
+
+    fn name_of(&self, address: SocketAddr) -> String {
+        self.clans()
+            .into_iter()
+            .find(|c| c.address == address)
+            .map(|c| c.name)
+            .unwrap_or_else(|| panic!("{address} is no C-LAN"))
+    }
+
+    /// (sockets, reserved) of every C-LAN in configuration order.
+    fn loads(&self) -> Vec<(u32, u32)> {
+        self.clans()
+            .iter()
+            .map(|c| (c.sockets, c.reserved))
+            .collect()
+    }
+}
+
+fn phone(region: u8, n: u8) -> Phone {
+    Phone::extension(
+        60_000 + u32::from(region) * 256 + u32::from(n),
+        SocketAddr::from(([127, region, 0, n], 5000)),
+    )
+}
+
+/// One region, three equal C-LANs.
+const ONE_REGION: &str = r#"
+[gatekeeper]
+seed = 1
+gcf_hold_s = 30
+ttl_s = 300
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[clan]]
+name = "a"
+region = 1
+address = "127.0.1.1:1719"
+max_sockets = 10
+[[clan]]
+name = "b"
+region = 1
+address = "127.0.1.2:1719"
+max_sockets = 10
+[[clan]]
+name = "c"
+region = 1
+address = "127.0.1.3:1719"
+max_sockets = 10
+"#;
+
+#[test]
+fn grq_burst_before_any_rrq_spreads_over_the_clans() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut phones: Vec<Phone> = (1..=9).map(|n| phone(1, n)).collect();
+    let mut named = Vec::new();
+    for phone in &mut phones {
+        match lab.grq(phone) {
+            Answer::Gcf {
+                ras_address: Some(clan),
+                ..
+            } => named.push(lab.name_of(clan)),
+            other => panic!("GCF expected, got {other:?}"),
+        }
+    }
+    // Least loaded with reservations counted, ties by configuration order: a b c a b c …
+    assert_eq!(named, ["a", "b", "c", "a", "b", "c", "a", "b", "c"]);
+    assert_eq!(lab.loads(), vec![(0, 3), (0, 3), (0, 3)]);
+    // The RRQs turn reservations into sockets.
+    for (phone, name) in phones.iter_mut().zip(&named) {
+        let clan = lab.clan(name).address;
+        assert!(matches!(lab.rrq_at(clan, phone), Answer::Rcf { .. }));
+    }
+    assert_eq!(lab.loads(), vec![(3, 0), (3, 0), (3, 0)]);
+}
+
+#[test]
+fn reservations_expire_after_gcf_hold() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    lab.grq(&mut p);
+    assert_eq!(lab.loads()[0], (0, 1));
+    assert_eq!(
+        lab.gatekeeper.poll_timeout(),
+        Some(lab.start + Duration::from_secs(10))
+    );
+    lab.at(29);
+    assert_eq!(lab.loads()[0], (0, 1), "held for 30 s");
+    lab.at(30);
+    assert_eq!(lab.loads()[0], (0, 0), "released at 30 s");
+    assert_eq!(lab.gatekeeper.stats().reservations_expired, 1);
+    // A later RRQ without a reservation still registers where there is room.
+    assert!(matches!(
+        lab.rrq_at(addr("127.0.1.1:1719"), &mut p),
+        Answer::Rcf { .. }
+    ));
+    assert_eq!(lab.loads()[0], (1, 0));
+}
+
+#[test]
+fn registrations_expire_after_ttl_unless_refreshed() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut kept = phone(1, 1);
+    let mut left = phone(1, 2);
+    let kept_at = lab.register(&mut kept);
+    lab.register(&mut left);
+    assert_eq!(lab.gatekeeper.registrations().len(), 2);
+    lab.at(200);
+    let keep_alive = kept.keep_alive().unwrap();
+    match lab.ask(kept_at, &mut kept, &keep_alive) {
+        Answer::Rcf { time_to_live_s, .. } => assert_eq!(time_to_live_s, Some(300)),
+        other => panic!("RCF expected, got {other:?}"),
+    }
+    lab.at(299);
+    assert_eq!(lab.gatekeeper.registrations().len(), 2);
+    lab.at(300);
+    let left_now: Vec<String> = lab
+        .gatekeeper
+        .registrations()
+        .into_iter()
+        .map(|r| r.endpoint_id)
+        .collect();
+    assert_eq!(left_now.len(), 1, "the unrefreshed phone expired at 300 s");
+    assert_eq!(left_now[0], kept.endpoint_id.as_ref().unwrap().text());
+    assert_eq!(
+        lab.loads().iter().map(|l| l.0).sum::<u32>(),
+        1,
+        "its socket is freed"
+    );
+    lab.at(499);
+    assert_eq!(lab.gatekeeper.registrations().len(), 1);
+    lab.at(500);
+    assert!(
+        lab.gatekeeper.registrations().is_empty(),
+        "300 s after its refresh"
+    );
+    assert_eq!(lab.gatekeeper.stats().registrations_expired, 2);
+    // An expired endpoint's keep-alive is told to register in full.
+    let keep_alive = kept.keep_alive().unwrap();
+    match lab.ask(kept_at, &mut kept, &keep_alive) {
+        Answer::Rrj { reason, .. } => assert_eq!(reason, "fullRegistrationRequired"),
+        other => panic!("RRJ expected, got {other:?}"),
+    }
+}
+
+#[test]
+fn retransmissions_get_the_identical_reply_and_change_nothing() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    let discovery = addr(DISCOVERY);
+
+    let grq = p.grq();
+    let first = lab.send(discovery, &p, &grq);
+    let loads = lab.loads();
+    lab.at(3);
+    let again = lab.send(discovery, &p, &grq);
+    assert_eq!(first, again, "GRQ: identical GCF");
+    assert_eq!(lab.loads(), loads, "GRQ: no second reservation");
+
+    let clan = match Answer::read(&first[0].payload).unwrap() {
+        Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        } => clan,
+        other => panic!("{other:?}"),
+    };
+    let rrq = p.rrq();
+    let first = lab.send(clan, &p, &rrq);
+    p.learn(&Answer::read(&first[0].payload).unwrap());
+    let state = (lab.loads(), lab.gatekeeper.registrations());
+    lab.at(6);
+    assert_eq!(lab.send(clan, &p, &rrq), first, "RRQ: identical RCF");
+    assert_eq!(
+        (lab.loads(), lab.gatekeeper.registrations()),
+        state,
+        "RRQ: same state"
+    );
+
+    let urq = p.urq();
+    let first = lab.send(clan, &p, &urq);
+    assert!(matches!(
+        Answer::read(&first[0].payload).unwrap(),
+        Answer::Ucf { .. }
+    ));
+    let state = (lab.loads(), lab.gatekeeper.registrations());
+    lab.at(9);
+    assert_eq!(
+        lab.send(clan, &p, &urq),
+        first,
+        "URQ: identical UCF, not URJ"
+    );
+    assert_eq!((lab.loads(), lab.gatekeeper.registrations()), state);
+    assert_eq!(lab.gatekeeper.stats().retransmissions, 3);
+
+    // After the 10 s hold the same URQ is a new request: the endpoint is gone now.
+    lab.at(20);
+    match Answer::read(&lab.send(clan, &p, &urq)[0].payload).unwrap() {
+        Answer::Urj { reason, .. } => assert_eq!(reason, "notCurrentlyRegistered"),
+        other => panic!("URJ expected, got {other:?}"),
+    }
+}
+
+#[test]
+fn duplicate_alias_from_another_address_is_rejected() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut first = phone(1, 1);
+    lab.register(&mut first);
+    let mut impostor = Phone::new(first.aliases.clone(), addr("127.1.0.99:5000"));
+    match lab.rrq_at(addr("127.0.1.2:1719"), &mut impostor) {
+        Answer::Rrj { reason, .. } => assert_eq!(reason, "duplicateAlias"),
+        other => panic!("RRJ expected, got {other:?}"),
+    }
+    assert_eq!(lab.gatekeeper.registrations().len(), 1);
+    // The same phone registering again from its own address is a re-registration.
+    let again = lab.register(&mut first);
+    assert_eq!(lab.gatekeeper.registrations().len(), 1);
+    assert_eq!(lab.loads().iter().map(|l| l.0).sum::<u32>(), 1);
+    assert!(lab
+        .clans()
+        .iter()
+        .any(|c| c.address == again && c.sockets == 1));
+}
+
+/// Region 1 (home) spills to its direct regions 2 and 3 in ascending order although the
+/// link to 3 is listed first, then to indirect region 4 (`agl = true`); indirect region 5
+/// (`agl = false`) is never used.
+const SPILL: &str = r#"
+[gatekeeper]
+seed = 3
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[region]]
+id = 2
+[[region]]
+id = 3
+[[region]]
+id = 4
+[[region]]
+id = 5
+[[link]]
+regions = [1, 3]
+kind = "direct"
+[[link]]
+regions = [1, 2]
+kind = "direct"
+[[link]]
+regions = [1, 4]
+kind = "indirect"
+agl = true
+[[link]]
+regions = [1, 5]
+kind = "indirect"
+agl = false
+[[clan]]
+name = "r1-a"
+region = 1
+address = "127.0.1.1:1719"
+max_sockets = 1
+[[clan]]
+name = "r1-b"
+region = 1
+address = "127.0.1.2:1719"
+max_sockets = 1
+[[clan]]
+name = "r5"
+region = 5
+address = "127.0.1.50:1719"
+max_sockets = 9
+[[clan]]
+name = "r4"
+region = 4
+address = "127.0.1.40:1719"
+max_sockets = 1
+[[clan]]
+name = "r3"
+region = 3
+address = "127.0.1.30:1719"
+max_sockets = 1
+[[clan]]
+name = "r2"
+region = 2
+address = "127.0.1.20:1719"
+max_sockets = 1
+"#;
+
+#[test]
+fn a_full_region_spills_direct_ascending_then_indirect_then_grj() {
+    let mut lab = Lab::new(SPILL);
+    let mut order = Vec::new();
+    for n in 1..=5 {
+        let mut p = phone(1, n);
+        let clan = lab.register(&mut p);
+        order.push(lab.name_of(clan));
+    }
+    assert_eq!(order, ["r1-a", "r1-b", "r2", "r3", "r4"]);
+    let mut last = phone(1, 6);
+    match lab.grq(&mut last) {
+        Answer::Grj { reason, .. } => assert_eq!(reason, "resourceUnavailable"),
+        other => panic!("GRJ expected, got {other:?}"),
+    }
+    assert_eq!(
+        lab.clan("r5").sockets,
+        0,
+        "agl = false region never offered"
+    );
+    // The cap is never exceeded: an RRQ at a full C-LAN is refused, with nowhere to go.
+    match lab.rrq_at(addr("127.0.1.1:1719"), &mut last) {
+        Answer::Rrj {
+            reason, alternates, ..
+        } => {
+            assert_eq!(reason, "resourceUnavailable");
+            assert!(alternates.is_empty());
+        }
+        other => panic!("RRJ expected, got {other:?}"),
+    }
+    assert!(lab.clans().iter().all(|c| c.sockets <= c.max_sockets));
+}
+
+#[test]
+fn rrq_at_a_full_clan_names_where_section_1_would_send_the_phone() {
+    let mut lab = Lab::new(SPILL);
+    let mut first = phone(1, 1);
+    lab.register(&mut first); // r1-a is full now
+    let mut second = phone(1, 2);
+    match lab.rrq_at(addr("127.0.1.1:1719"), &mut second) {
+        Answer::Rrj {
+            reason, alternates, ..
+        } => {
+            assert_eq!(reason, "resourceUnavailable");
+            assert_eq!(alternates, vec![addr("127.0.1.2:1719")]);
+        }
+        other => panic!("RRJ expected, got {other:?}"),
+    }
+    assert_eq!(
+        lab.gatekeeper.registrations().len(),
+        1,
+        "a reject changes nothing"
+    );
+}
+
+#[test]
+fn a_full_rrq_at_the_discovery_address_needs_discovery() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    match lab.rrq_at(addr(DISCOVERY), &mut p) {
+        Answer::Rrj { reason, .. } => assert_eq!(reason, "discoveryRequired"),
+        other => panic!("RRJ expected, got {other:?}"),
+    }
+    // A keep-alive of a registered phone is served wherever it arrives.
+    lab.register(&mut p);
+    let keep_alive = p.keep_alive().unwrap();
+    assert!(matches!(
+        lab.ask(addr(DISCOVERY), &mut p, &keep_alive),
+        Answer::Rcf { .. }
+    ));
+}
+
+/// Two regions with two C-LANs each; phones of region 1 get region-1 C-LANs and an AGL.
+const TWO_REGIONS: &str = r#"
+[gatekeeper]
+seed = 11
+[agl]
+home = 2
+direct = 2
+indirect = 0
+max = 16
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[region]]
+id = 2
+networks = ["127.2.0.0/16"]
+[[link]]
+regions = [1, 2]
+kind = "direct"
+[[clan]]
+name = "a1"
+region = 1
+address = "127.0.1.1:1719"
+[[clan]]
+name = "a2"
+region = 1
+address = "127.0.1.2:1719"
+[[clan]]
+name = "b1"
+region = 2
+address = "127.0.1.21:1719"
+[[clan]]
+name = "b2"
+region = 2
+address = "127.0.1.22:1719"
+[[tts]]
+aliases = ["7*"]
+tts = true
+"#;
+
+#[test]
+fn a_clan_out_of_service_sends_its_phones_elsewhere() {
+    let mut lab = Lab::new(TWO_REGIONS);
+    let mut phones: Vec<Phone> = (1..=6).map(|n| phone(1, n)).collect();
+    for p in &mut phones {
+        lab.register(p);
+    }
+    assert_eq!(lab.clan("a1").sockets, 3);
+    assert_eq!(lab.clan("a2").sockets, 3);
+    let a1 = lab.gatekeeper.clan_by_name("a1").unwrap();
+    let urqs = lab.gatekeeper.set_in_service(lab.now, a1, false);
+    assert_eq!(urqs.len(), 3, "one URQ per phone on a1");
+    assert_eq!(lab.clan("a1").sockets, 0);
+    assert!(!lab.clan("a1").in_service);
+    assert_eq!(lab.gatekeeper.registrations().len(), 3);
+    for urq in urqs {
+        assert_eq!(
+            urq.local,
+            addr("127.0.1.1:1719"),
+            "sent by the C-LAN they registered at"
+        );
+        let p = phones.iter_mut().find(|p| p.ras_address == urq.to).unwrap();
+        let Answer::Urq { seq, agl } = Answer::read(&urq.payload).unwrap() else {
+            panic!("URQ expected");
+        };
+        assert!(
+            !agl.contains(&addr("127.0.1.1:1719")),
+            "the new AGL leaves a1 out"
+        );
+        assert_eq!(
+            agl.len(),
+            3,
+            "a2 from home, b1 and b2 from the direct region"
+        );
+        // The phone confirms and registers at the first entry of its new AGL.
+        let ucf = p.ucf(seq);
+        assert!(lab.send(urq.local, p, &ucf).is_empty());
+        assert!(matches!(lab.rrq_at(agl[0], p), Answer::Rcf { .. }));
+    }
+    assert_eq!(lab.gatekeeper.registrations().len(), 6);
+    assert_eq!(lab.clan("a1").sockets, 0);
+    assert_eq!(lab.clans().iter().map(|c| c.sockets).sum::<u32>(), 6);
+    // Answered URQs are not sent again.
+    assert!(lab.at(10).is_empty());
+    // Back in service: no rebalancing.
+    let out = lab.gatekeeper.set_in_service(lab.now, a1, true);
+    assert!(out.is_empty());
+    assert_eq!(lab.clan("a1").sockets, 0);
+}
+
+#[test]
+fn unanswered_urqs_are_sent_again_then_given_up() {
+    let mut lab = Lab::new(TWO_REGIONS);
+    let mut p = phone(1, 1);
+    lab.register(&mut p);
+    let a1 = lab.gatekeeper.clan_by_name("a1").unwrap();
+    let first = lab.gatekeeper.set_in_service(lab.now, a1, false);
+    assert_eq!(first.len(), 1);
+    assert_eq!(lab.at(3), first, "again after 3 s");
+    assert_eq!(lab.at(6), first, "and again after 6 s");
+    assert!(lab.at(9).is_empty(), "three attempts in all");
+}
+
+#[test]
+fn a_tts_phone_gets_its_socket_on_an_agl_entry() {
+    let mut lab = Lab::new(TWO_REGIONS);
+    // Load a1 so the TTS socket goes to a2 (least loaded among the home/direct entries).
+    for n in 1..=2 {
+        let mut p = phone(1, n);
+        let at = lab.clan("a1").address;
+        lab.grq(&mut p);
+        assert!(matches!(lab.rrq_at(at, &mut p), Answer::Rcf { .. }));
+    }
+    let mut tts = Phone::extension(70_001, addr("127.1.0.77:5000"));
+    let clan = match lab.grq(&mut tts) {
+        Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        } => clan,
+        other => panic!("{other:?}"),
+    };
+    let agl = match lab.rrq_at(clan, &mut tts) {
+        Answer::Rcf { agl, .. } => agl,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(agl.len(), 4);
+    let registration = lab
+        .gatekeeper
+        .registrations()
+        .into_iter()
+        .find(|r| r.tts)
+        .expect("the 7… phone is TTS");
+    let socket = registration.clan.expect("a socket was placed");
+    let socket_address = lab.clan(&socket).address;
+    assert!(agl.contains(&socket_address));
+    // All four are priority 1 and a2, b1, b2 are empty: home and direct entries form one
+    // group, so AGL order decides, and the home entries come first.
+    assert_eq!(socket, "a2");
+    assert_eq!(
+        lab.clan("a2").reserved,
+        0,
+        "the TTS phone's reservation was released"
+    );
+    assert_eq!(lab.clan("a2").sockets, 1);
+}
+
+#[test]
+fn a_tts_phone_without_room_waits_for_a_socket() {
+    let mut lab = Lab::new(
+        r#"
+[gatekeeper]
+tts_default = true
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[clan]]
+name = "only"
+region = 1
+address = "127.0.1.1:1719"
+max_sockets = 1
+"#,
+    );
+    let only = addr("127.0.1.1:1719");
+    let mut first = phone(1, 1);
+    let mut second = phone(1, 2);
+    lab.register(&mut first);
+    // The C-LAN is full: the second TTS phone still registers, with no socket and no AGL.
+    match lab.rrq_at(only, &mut second) {
+        Answer::Rcf { agl, .. } => assert!(agl.is_empty()),
+        other => panic!("RCF expected, got {other:?}"),
+    }
+    assert_eq!(lab.gatekeeper.snapshot().tts_pending, 1);
+    assert_eq!(lab.clan("only").sockets, 1);
+    // The first phone leaves; the retry places the second one's socket.
+    let urq = first.urq();
+    lab.ask(only, &mut first, &urq);
+    lab.at(1);
+    assert_eq!(lab.gatekeeper.snapshot().tts_pending, 0);
+    assert_eq!(lab.clan("only").sockets, 1);
+    // Its AGL was built anew for the socket; the next RCF carries it.
+    let keep_alive = second.keep_alive().unwrap();
+    match lab.ask(only, &mut second, &keep_alive) {
+        Answer::Rcf { agl, .. } => assert_eq!(agl, vec![only]),
+        other => panic!("RCF expected, got {other:?}"),
+    }
+}
+
+#[test]
+fn pooled_tiers_take_the_least_loaded_across_regions() {
+    let pooled = TWO_REGIONS.replace("seed = 11", "seed = 11\ntier_mode = \"pooled\"");
+    let mut lab = Lab::new(&pooled);
+    // Fill region 1 completely (cap 480 would take long: lower the caps).
+    for name in ["a1", "a2"] {
+        let idx = lab.gatekeeper.clan_by_name(name).unwrap();
+        lab.gatekeeper.set_cap(idx, 1);
+    }
+    let b1 = lab.gatekeeper.clan_by_name("b1").unwrap();
+    lab.gatekeeper.set_cap(b1, 5);
+    let mut names = Vec::new();
+    for n in 1..=6 {
+        let mut p = phone(1, n);
+        let clan = lab.register(&mut p);
+        names.push(lab.name_of(clan));
+    }
+    // Home first (a1, a2), then the direct tier pooled: b1 and b2 alternate by load.
+    assert_eq!(names, ["a1", "a2", "b1", "b2", "b1", "b2"]);
+}
+
+#[test]
+fn a_cap_below_the_load_refuses_new_work_and_drops_nobody() {
+    let mut lab = Lab::new(ONE_REGION);
+    let a = addr("127.0.1.1:1719");
+    for n in 1..=3 {
+        let mut p = phone(1, n);
+        lab.rrq_at(a, &mut p);
+    }
+    let idx = lab.gatekeeper.clan_by_name("a").unwrap();
+    lab.gatekeeper.set_cap(idx, 2);
+    assert_eq!(lab.clan("a").sockets, 3, "nobody dropped");
+    let mut late = phone(1, 9);
+    match lab.rrq_at(a, &mut late) {
+        Answer::Rrj {
+            reason, alternates, ..
+        } => {
+            assert_eq!(reason, "resourceUnavailable");
+            assert_eq!(alternates, vec![addr("127.0.1.2:1719")]);
+        }
+        other => panic!("RRJ expected, got {other:?}"),
+    }
+    assert_eq!(
+        lab.grq(&mut late),
+        Answer::Gcf {
+            seq: late.last_seq(),
+            ras_address: Some(addr("127.0.1.2:1719"))
+        }
+    );
+}
+
+#[test]
+fn bad_datagrams_change_nothing() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    lab.register(&mut p);
+    let before = lab.gatekeeper.snapshot();
+    let discovery = addr(DISCOVERY);
+    // Not RAS at all: counted, dropped.
+    assert!(lab.send(discovery, &p, b"").is_empty());
+    assert!(lab.send(discovery, &p, b"\xff\xff\xff").is_empty());
+    // A GRQ cut short: its sequence number is readable, so it gets XRS.
+    let grq = p.grq();
+    let out = lab.send(discovery, &p, &grq[..grq.len() / 2]);
+    assert_eq!(out.len(), 1);
+    match Answer::read(&out[0].payload).unwrap() {
+        Answer::Other { kind, seq } => {
+            assert_eq!(kind, rasgk::ras::MessageKind::Xrs);
+            assert_eq!(seq, p.last_seq());
+        }
+        other => panic!("XRS expected, got {other:?}"),
+    }
+    assert_eq!(lab.gatekeeper.snapshot(), before);
+    assert_eq!(lab.gatekeeper.stats().decode_failures, 3);
+}
