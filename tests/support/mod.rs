@@ -2,4 +2,5 @@
 
 pub mod captures;
 pub mod messages;
+pub mod server;
 pub mod tshark;

@@ -1,0 +1,217 @@
+//! A `rasgk serve` child process for integration tests, phones on real UDP sockets, and a
+//! minimal HTTP GET for the admin port. Loopback only.
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rasgk::pcap::Datagram;
+use rasgk::phone::{Answer, Phone};
+
+/// A running `rasgk serve`; stopped with SIGTERM when dropped.
+pub struct Served {
+    pub child: Child,
+    pub admin: SocketAddr,
+}
+
+impl Served {
+    /// Starts `rasgk serve ARGS` and waits (at most 20 s) until its admin port answers.
+    pub fn start(args: &[&str], admin: SocketAddr) -> Served {
+        let child = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+            .arg("serve")
+            .args(args)
+            .env("RASGK_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("rasgk starts");
+        let mut served = Served { child, admin };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = served.child.try_wait().expect("wait on rasgk") {
+                panic!("rasgk serve {args:?} exited early with {status}");
+            }
+            if http_get(admin, "/api/clans").is_ok() {
+                return served;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "rasgk serve did not come up on {admin}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `GET path` on the admin port, parsed as JSON; panics on a non-200 answer.
+    pub fn get_json(&self, path: &str) -> serde_json::Value {
+        let (status, body) = http_get(self.admin, path).expect("admin port answers");
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
+    }
+
+    /// Sends SIGTERM and waits (at most 10 s) for the exit status.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        terminate(&mut self.child)
+    }
+}
+
+/// SIGTERM, then the exit status (SIGKILL after 10 s).
+pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    if let Ok(Some(status)) = child.try_wait() {
+        return status;
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            return child.wait().expect("wait on rasgk");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        terminate(&mut self.child);
+    }
+}
+
+/// A minimal HTTP/1.1 GET: (status, body).
+pub fn http_get(address: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        unchunk(body)
+    } else {
+        body.to_string()
+    };
+    Ok((status, body))
+}
+
+fn unchunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// A phone on its own UDP socket, recording every datagram it sends and receives.
+pub struct UdpPhone {
+    pub phone: Phone,
+    pub socket: UdpSocket,
+    pub transcript: Vec<Datagram>,
+}
+
+impl UdpPhone {
+    /// Binds the phone's RAS address (its IP, any port) and sets the RAS address to it.
+    pub fn bind(mut phone: Phone) -> UdpPhone {
+        let socket = UdpSocket::bind(SocketAddr::new(phone.ras_address.ip(), 0))
+            .unwrap_or_else(|e| panic!("bind {}: {e}", phone.ras_address.ip()));
+        socket
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        phone.ras_address = socket.local_addr().unwrap();
+        UdpPhone {
+            phone,
+            socket,
+            transcript: Vec::new(),
+        }
+    }
+
+    fn record(&mut self, src: SocketAddr, dst: SocketAddr, payload: &[u8]) {
+        self.transcript.push(Datagram {
+            frame: 0,
+            time: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default(),
+            src,
+            dst,
+            payload: payload.to_vec(),
+        });
+    }
+
+    /// Sends a request and waits for the answer with its sequence number, sending again
+    /// after each 500 ms of silence (4 attempts in all, like a phone's RAS timer).
+    pub fn ask(&mut self, to: SocketAddr, datagram: &[u8]) -> Answer {
+        let seq = rasgk::ras::peek_request_seq_num(datagram).expect("a request");
+        let mut buffer = [0u8; 4096];
+        for _attempt in 0..4 {
+            self.socket.send_to(datagram, to).expect("send");
+            let from = self.phone.ras_address;
+            self.record(from, to, datagram);
+            loop {
+                match self.socket.recv_from(&mut buffer) {
+                    Ok((len, peer)) => {
+                        let payload = buffer[..len].to_vec();
+                        self.record(peer, from, &payload);
+                        let answer =
+                            Answer::read(&payload).expect("the gatekeeper's reply decodes");
+                        if answer.seq() == seq {
+                            self.phone.learn(&answer);
+                            return answer;
+                        }
+                    }
+                    Err(_) => break, // timeout: send again
+                }
+            }
+        }
+        panic!("no answer from {to} to seq {seq}");
+    }
+
+    /// GRQ to `discovery`, then RRQ at the C-LAN the GCF names: (GCF's C-LAN, RCF or RRJ).
+    pub fn register(&mut self, discovery: SocketAddr) -> (Answer, Option<Answer>) {
+        let grq = self.phone.grq();
+        let gcf = self.ask(discovery, &grq);
+        let Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        } = gcf
+        else {
+            return (gcf, None);
+        };
+        let rrq = self.phone.rrq();
+        let rcf = self.ask(clan, &rrq);
+        (gcf, Some(rcf))
+    }
+}
+
+/// Writes a transcript as a pcap the shared tshark harness can read.
+pub fn write_transcript(path: &Path, datagrams: &[Datagram]) {
+    let mut sorted = datagrams.to_vec();
+    sorted.sort_by_key(|d| d.time);
+    rasgk::pcap::write_file(path, &sorted).expect("write the transcript pcap");
+}
