@@ -173,19 +173,14 @@ impl UdpPhone {
             self.socket.send_to(datagram, to).expect("send");
             let from = self.phone.ras_address;
             self.record(from, to, datagram);
-            loop {
-                match self.socket.recv_from(&mut buffer) {
-                    Ok((len, peer)) => {
-                        let payload = buffer[..len].to_vec();
-                        self.record(peer, from, &payload);
-                        let answer =
-                            Answer::read(&payload).expect("the gatekeeper's reply decodes");
-                        if answer.seq() == seq {
-                            self.phone.learn(&answer);
-                            return answer;
-                        }
-                    }
-                    Err(_) => break, // timeout: send again
+            // Until a 500 ms timeout: then send again.
+            while let Ok((len, peer)) = self.socket.recv_from(&mut buffer) {
+                let payload = buffer[..len].to_vec();
+                self.record(peer, from, &payload);
+                let answer = Answer::read(&payload).expect("the gatekeeper's reply decodes");
+                if answer.seq() == seq {
+                    self.phone.learn(&answer);
+                    return answer;
                 }
             }
         }
