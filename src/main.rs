@@ -178,7 +178,10 @@ fn serve(file: Option<&std::path::Path>, log: Option<&str>) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(error) => {
-                eprintln!("rasgk serve: {error}");
+                let origin = file.map_or("the embedded default configuration".into(), |f| {
+                    f.display().to_string()
+                });
+                eprintln!("rasgk serve: {origin}: {error}");
                 ExitCode::from(2)
             }
         }

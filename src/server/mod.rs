@@ -24,6 +24,7 @@ use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::Config;
+
 use crate::gatekeeper::{ClanView, Gatekeeper, RegistrationView, StartError, Transmit};
 
 pub use admin::AdminError;
@@ -43,6 +44,14 @@ pub enum ServerError {
         role: String,
         /// What the system said.
         source: std::io::Error,
+    },
+    /// The configuration asks for something the server does not do yet.
+    #[error("{field}: {reason}")]
+    Unsupported {
+        /// The key.
+        field: &'static str,
+        /// Why, and what to use instead.
+        reason: &'static str,
     },
     /// The admin port cannot be bound.
     #[error("cannot bind the admin port {address} ([admin] listen): {source}")]
@@ -84,6 +93,13 @@ impl Server {
     /// Binds the discovery socket, one socket per C-LAN, the multicast socket when asked
     /// for, and the admin port. Must run inside a tokio runtime.
     pub async fn bind(mut config: Config) -> Result<Server, ServerError> {
+        if config.gatekeeper.sockets == crate::config::SocketMode::Tcp {
+            return Err(ServerError::Unsupported {
+                field: "gatekeeper.sockets",
+                reason: "\"tcp\" (real TCP signalling connections) is not built yet; \
+                         use \"count\", which counts sockets without opening them",
+            });
+        }
         if config.gatekeeper.seed.is_none() {
             let seed = rand::random::<u64>();
             tracing::info!(
