@@ -64,6 +64,12 @@ const KNOWN: &[(&str, &str)] = &[
     // 0 11000 (index 24) 1 (extensions) → 62; seq 114; 4 additions (0 000011), bitmap 0001;
     // messageNotUnderstood as an open type: 05, then length 04 and de ad be ef.
     ("XRS", "62007106200504deadbeef"),
+    // 1 0 000011 (extension addition 3 = index 28) → 83; open type of 3 octets: preamble
+    // 0 0000 padded, seq 115 - 1 = 0x0072.
+    ("IACK", "8303000072"),
+    // 1 0 000100 (index 29) → 84; 4 octets: preamble 0 00000 padded, seq 116 - 1 = 0x0073,
+    // nakReason 0 00 (notRegistered) padded.
+    ("INAK", "840400007300"),
 ];
 
 #[test]

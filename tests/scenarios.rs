@@ -712,3 +712,43 @@ fn bad_datagrams_change_nothing() {
     assert_eq!(lab.gatekeeper.snapshot(), before);
     assert_eq!(lab.gatekeeper.stats().decode_failures, 3);
 }
+
+#[test]
+fn an_irr_asking_for_a_response_gets_iack_or_inak() {
+    use rasgk::ras::{self, request, MessageKind, RasMessage};
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    let clan = lab.register(&mut p);
+    let irr = |seq: u16, endpoint_id: &rasgk::ras::reply::EndpointId, need_response: bool| {
+        let mut message = request::info_request_response(
+            seq,
+            endpoint_id,
+            p.ras_address,
+            p.call_signal_address,
+            &p.aliases,
+            true,
+        );
+        if let RasMessage::infoRequestResponse(irr) = &mut message {
+            irr.need_response = Some(need_response);
+        }
+        ras::encode(&message).unwrap()
+    };
+    let own = p.endpoint_id.clone().unwrap();
+    let kind = |out: Vec<Transmit>| match Answer::read(&out[0].payload).unwrap() {
+        Answer::Other { kind, .. } => kind,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        lab.send(clan, &p, &irr(900, &own, false)).is_empty(),
+        "no response asked"
+    );
+    assert_eq!(
+        kind(lab.send(clan, &p, &irr(901, &own, true))),
+        MessageKind::Iack
+    );
+    let stranger = rasgk::ras::reply::EndpointId::new("EP00000099").unwrap();
+    assert_eq!(
+        kind(lab.send(clan, &p, &irr(902, &stranger, true))),
+        MessageKind::Inak
+    );
+}

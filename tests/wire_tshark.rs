@@ -186,6 +186,11 @@ fn check(name: &str, f: &Frame) {
             assert_values(f, "dialledDigits", &phone_aliases);
         }
         "XRS" => assert_value(f, "messageNotUnderstood", "deadbeef"),
+        "IACK" => assert_value(f, "requestSeqNum", "115"),
+        "INAK" => {
+            assert_value(f, "requestSeqNum", "116");
+            assert_value(f, "nakReason", "notRegistered (0)");
+        }
         other => panic!("no check for {other}"),
     }
 }

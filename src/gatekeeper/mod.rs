@@ -257,7 +257,7 @@ impl Gatekeeper {
                 brq.request_seq_num.0,
                 brq.band_width.0,
             )),
-            RasMessage::infoRequestResponse(_) => None,
+            RasMessage::infoRequestResponse(irr) => self.info_request_response(from, irr),
             _ => Some(reply::unknown_message_response(seq, datagram)),
         };
         let Some(reply) = reply else {

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use super::registry::{self, Registration};
 use super::{policy, Gatekeeper, Timer, TTS_RETRY};
-use crate::ras::asn::{AdmissionRequest, RegistrationRequest, UnregistrationRequest};
+use crate::ras::asn::{
+    AdmissionRequest, InfoRequestResponse, RegistrationRequest, UnregistrationRequest,
+};
 use crate::ras::reply::{self, AltGkInfo, ArjReason, EndpointId, RrjReason, UrjReason};
 use crate::ras::{socket_addr, Alias, RasMessage};
 
@@ -310,6 +312,27 @@ impl Gatekeeper {
                     UrjReason::NotCurrentlyRegistered,
                 ))
             }
+        }
+    }
+
+    /// An IRR: answered only when it asks (`needResponse`): IACK from a registered endpoint,
+    /// INAK `notRegistered` otherwise.
+    pub(super) fn info_request_response(
+        &mut self,
+        from: SocketAddr,
+        irr: &InfoRequestResponse,
+    ) -> Option<RasMessage> {
+        if irr.need_response != Some(true) {
+            return None;
+        }
+        let seq = irr.request_seq_num.0;
+        let known = registry::key_of(&EndpointId::from_asn(&irr.endpoint_identifier).text())
+            .is_some_and(|key| self.registry.get(key).is_some_and(|r| r.source == from));
+        if known {
+            Some(reply::info_request_ack(seq))
+        } else {
+            self.stats.reject("INAK", "notRegistered");
+            Some(reply::info_request_nak_not_registered(seq))
         }
     }
 

@@ -599,3 +599,29 @@ pub fn unknown_message_response(request_seq_num: u16, message: &[u8]) -> RasMess
         message_not_understood: Some(rasn::types::OctetString::from(message)),
     })
 }
+
+/// IACK: an IRR that asked for a response (`needResponse`) was received.
+#[doc(alias = "IACK")]
+pub fn info_request_ack(request_seq_num: u16) -> RasMessage {
+    RasMessage::infoRequestAck(asn::InfoRequestAck {
+        request_seq_num: seq(request_seq_num),
+        non_standard_data: None,
+        tokens: None,
+        crypto_tokens: None,
+        integrity_check_value: None,
+    })
+}
+
+/// INAK `notRegistered`: an IRR that asked for a response came from an unknown endpoint.
+#[doc(alias = "INAK")]
+pub fn info_request_nak_not_registered(request_seq_num: u16) -> RasMessage {
+    RasMessage::infoRequestNak(asn::InfoRequestNak {
+        request_seq_num: seq(request_seq_num),
+        non_standard_data: None,
+        nak_reason: asn::InfoRequestNakReason::notRegistered(()),
+        alt_gkinfo: None,
+        tokens: None,
+        crypto_tokens: None,
+        integrity_check_value: None,
+    })
+}
