@@ -132,7 +132,8 @@ fn every_key_is_read() {
     assert_eq!(gk.tier_mode, TierMode::Pooled);
     assert!(gk.tts_default);
     assert_eq!(gk.seed, Some(u64::MAX));
-    assert_eq!(gk.sockets, SocketMode::Tcp);
+    // "tcp" is refused until it is built (bad-sockets-tcp.toml shows the key is read).
+    assert_eq!(gk.sockets, SocketMode::Count);
     assert_eq!(gk.max_setups_per_clan, 2);
     assert_eq!(
         (c.agl.max, c.agl.home, c.agl.direct, c.agl.indirect),

@@ -70,6 +70,12 @@ const KNOWN: &[(&str, &str)] = &[
     // 1 0 000100 (index 29) → 84; 4 octets: preamble 0 00000 padded, seq 116 - 1 = 0x0073,
     // nakReason 0 00 (notRegistered) padded.
     ("INAK", "840400007300"),
+    // 0 10001 (index 17) 0 (no extensions) 0 (no nonStandardData) → 44; seq 117 - 1 = 0x0074;
+    // rejectReason 0 0 (notRegistered) padded.
+    ("DRJ", "44007400"),
+    // 0 01110 (index 14) 0 0 → 38; seq 118 - 1 = 0x0075; rejectReason 0 000 (notBound), then
+    // allowedBandWidth 0 (range 2^32: 2-bit octet count 00 = one octet, padded) and 00.
+    ("BRJ", "3800750000"),
 ];
 
 #[test]

@@ -752,3 +752,61 @@ fn an_irr_asking_for_a_response_gets_iack_or_inak() {
         MessageKind::Inak
     );
 }
+
+#[test]
+fn repeated_requests_do_not_grow_the_timers() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut registered = phone(1, 1);
+    let clan = lab.register(&mut registered);
+    let mut stranger = phone(1, 2);
+    for _ in 0..5_000 {
+        let keep_alive = registered.keep_alive().unwrap();
+        lab.send(clan, &registered, &keep_alive);
+        let grq = stranger.grq();
+        lab.send(addr(DISCOVERY), &stranger, &grq);
+    }
+    // One registration and one reservation: two deadlines, however often they moved.
+    assert_eq!(lab.gatekeeper.timer_count(), 2);
+    assert_eq!(lab.clans().iter().map(|c| c.reserved).sum::<u32>(), 1);
+    lab.at(30);
+    assert_eq!(lab.gatekeeper.timer_count(), 1, "the reservation expired");
+    lab.at(300);
+    assert_eq!(lab.gatekeeper.timer_count(), 0, "the registration expired");
+}
+
+#[test]
+fn drq_and_brq_are_answered_for_registered_endpoints_only() {
+    use rasgk::ras::{self, request, MessageKind};
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    let clan = lab.register(&mut p);
+    let own = p.endpoint_id.clone().unwrap();
+    let stranger = rasgk::ras::reply::EndpointId::new("EP00000099").unwrap();
+    let call = || request::Call {
+        call_reference_value: 1,
+        conference_id: [7; 16],
+        call_id: [8; 16],
+    };
+    let kind = |out: Vec<Transmit>| match Answer::read(&out[0].payload).unwrap() {
+        Answer::Other { kind, .. } => kind,
+        other => panic!("{other:?}"),
+    };
+    let brq = |seq, id| ras::encode(&request::bandwidth_request(seq, id, call(), 640)).unwrap();
+    let drq = |seq, id| ras::encode(&request::disengage_request(seq, id, call())).unwrap();
+    assert_eq!(kind(lab.send(clan, &p, &brq(800, &own))), MessageKind::Bcf);
+    assert_eq!(
+        kind(lab.send(clan, &p, &brq(801, &stranger))),
+        MessageKind::Brj
+    );
+    assert_eq!(kind(lab.send(clan, &p, &drq(802, &own))), MessageKind::Dcf);
+    assert_eq!(
+        kind(lab.send(clan, &p, &drq(803, &stranger))),
+        MessageKind::Drj
+    );
+    // A registered endpoint's id from another source is not that endpoint.
+    let other = phone(1, 2);
+    assert_eq!(
+        kind(lab.send(clan, &other, &drq(804, &own))),
+        MessageKind::Drj
+    );
+}

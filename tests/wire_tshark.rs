@@ -187,6 +187,15 @@ fn check(name: &str, f: &Frame) {
         }
         "XRS" => assert_value(f, "messageNotUnderstood", "deadbeef"),
         "IACK" => assert_value(f, "requestSeqNum", "115"),
+        "DRJ" => {
+            assert_value(f, "requestSeqNum", "117");
+            assert_value(f, "rejectReason", "notRegistered (0)");
+        }
+        "BRJ" => {
+            assert_value(f, "requestSeqNum", "118");
+            assert_value(f, "rejectReason", "notBound (0)");
+            assert_value(f, "allowedBandWidth", "0");
+        }
         "INAK" => {
             assert_value(f, "requestSeqNum", "116");
             assert_value(f, "nakReason", "notRegistered (0)");

@@ -15,7 +15,8 @@ use super::file::{
     AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LinkFile, RegionFile, TtsFile,
 };
 use super::model::{
-    AdminSettings, AglQuotas, Clan, Config, GatekeeperSettings, Link, Region, RegionId, TtsRule,
+    AdminSettings, AglQuotas, Clan, Config, GatekeeperSettings, Link, Region, RegionId, SocketMode,
+    TtsRule,
 };
 
 /// Region numbers allowed by domain.md ("an integer 1..=2000").
@@ -185,6 +186,13 @@ fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSet
         "gatekeeper.max_setups_per_clan",
         gk.max_setups_per_clan.into(),
     )?;
+    if gk.sockets == SocketMode::Tcp {
+        return Err(Fault::new(
+            "gatekeeper.sockets",
+            "\"tcp\" (real TCP signalling connections) is not built yet; use \"count\", \
+             which counts sockets without opening them",
+        ));
+    }
     Ok(GatekeeperSettings {
         discovery,
         multicast: gk.multicast,
@@ -323,6 +331,15 @@ fn clans(
                 format!(
                     "{address} is a wildcard address; a C-LAN's address is sent to phones \
                      in GCF, so it must be one they can reach"
+                ),
+            ));
+        }
+        if address.port() == 0 {
+            return Err(Fault::new(
+                field("address"),
+                format!(
+                    "{address} has port 0; a C-LAN's address is sent to phones in GCF, so it \
+                     needs its real port (RAS is 1719)"
                 ),
             ));
         }

@@ -26,8 +26,7 @@ mod snapshot;
 mod stats;
 pub mod topology;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -121,7 +120,9 @@ pub struct Gatekeeper {
     pending_urqs: HashMap<(SocketAddr, u16), PendingUrq>,
     tts_pending: BTreeSet<u64>,
     tts_retry_at: Option<Instant>,
-    timers: BinaryHeap<Reverse<(Instant, Timer)>>,
+    /// Every deadline, exactly one per reservation, registration and pending URQ: moving a
+    /// deadline replaces its entry, so the set never outgrows the state it times.
+    timers: BTreeSet<(Instant, Timer)>,
     next_seq: u16,
     rng: ChaCha8Rng,
     stats: Stats,
@@ -154,7 +155,7 @@ impl Gatekeeper {
             pending_urqs: HashMap::new(),
             tts_pending: BTreeSet::new(),
             tts_retry_at: None,
-            timers: BinaryHeap::new(),
+            timers: BTreeSet::new(),
             next_seq: 0,
             rng,
             stats: Stats::default(),
@@ -238,7 +239,7 @@ impl Gatekeeper {
         }
         let fingerprint = retransmit::fingerprint(datagram);
         self.retransmits.expire(now);
-        if let Some(replies) = self.retransmits.lookup(from, seq, fingerprint) {
+        if let Some(replies) = self.retransmits.lookup((local, from, seq), fingerprint) {
             self.stats.retransmissions += 1;
             tracing::debug!("retransmission: the same reply again");
             return replies.to_vec();
@@ -250,13 +251,8 @@ impl Gatekeeper {
             }
             RasMessage::unregistrationRequest(urq) => self.unregistration_request(from, urq),
             RasMessage::admissionRequest(arq) => self.admission_request(from, arq),
-            RasMessage::disengageRequest(drq) => {
-                Some(reply::disengage_confirm(drq.request_seq_num.0))
-            }
-            RasMessage::bandwidthRequest(brq) => Some(reply::bandwidth_confirm(
-                brq.request_seq_num.0,
-                brq.band_width.0,
-            )),
+            RasMessage::disengageRequest(drq) => self.disengage_request(from, drq),
+            RasMessage::bandwidthRequest(brq) => self.bandwidth_request(from, brq),
             RasMessage::infoRequestResponse(irr) => self.info_request_response(from, irr),
             _ => Some(reply::unknown_message_response(seq, datagram)),
         };
@@ -265,14 +261,16 @@ impl Gatekeeper {
         };
         let transmits: Vec<Transmit> = self.send(reply_from, from, &reply).into_iter().collect();
         self.retransmits
-            .store(now, from, seq, fingerprint, transmits.clone());
+            .store(now, (local, from, seq), fingerprint, transmits.clone());
         transmits
     }
 
     fn handle_response(&mut self, from: SocketAddr, kind: MessageKind, seq: u16) {
-        if matches!(kind, MessageKind::Ucf | MessageKind::Urj)
-            && self.pending_urqs.remove(&(from, seq)).is_some()
-        {
+        if !matches!(kind, MessageKind::Ucf | MessageKind::Urj) {
+            return;
+        }
+        if let Some(pending) = self.pending_urqs.remove(&(from, seq)) {
+            self.disarm(pending.next, Timer::Urq(from, seq));
             tracing::debug!("URQ answered");
         }
     }
@@ -331,12 +329,21 @@ impl Gatekeeper {
     }
 
     fn arm(&mut self, at: Instant, timer: Timer) {
-        self.timers.push(Reverse((at, timer)));
+        self.timers.insert((at, timer));
+    }
+
+    fn disarm(&mut self, at: Instant, timer: Timer) {
+        self.timers.remove(&(at, timer));
+    }
+
+    /// Deadlines held (one per reservation, registration and unanswered URQ).
+    pub fn timer_count(&self) -> usize {
+        self.timers.len()
     }
 
     /// When [`handle_timeout`](Gatekeeper::handle_timeout) should run next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let timers = self.timers.peek().map(|Reverse((at, _))| *at);
+        let timers = self.timers.first().map(|&(at, _)| at);
         [timers, self.retransmits.next_expiry(), self.tts_retry_at]
             .into_iter()
             .flatten()
@@ -348,11 +355,11 @@ impl Gatekeeper {
     pub fn handle_timeout(&mut self, now: Instant) -> Vec<Transmit> {
         let mut out = Vec::new();
         self.retransmits.expire(now);
-        while let Some(&Reverse((at, timer))) = self.timers.peek() {
+        while let Some(&(at, timer)) = self.timers.first() {
             if at > now {
                 break;
             }
-            self.timers.pop();
+            self.timers.pop_first();
             match timer {
                 Timer::Reservation(source) => {
                     if let Some(r) = self.reservations.get(&source).copied() {
@@ -398,6 +405,7 @@ impl Gatekeeper {
     /// Frees a registration's socket and forgets it.
     fn unregister(&mut self, key: u64) -> Option<registry::Registration> {
         let registration = self.registry.remove(key)?;
+        self.disarm(registration.expires, Timer::Registration(key));
         if let Some(clan) = registration.socket {
             self.loads.remove_socket(clan);
         }
@@ -408,6 +416,7 @@ impl Gatekeeper {
     /// Drops the reservation of a RAS source, if any.
     fn release_reservation(&mut self, source: SocketAddr) -> Option<ClanIdx> {
         let reservation = self.reservations.remove(&source)?;
+        self.disarm(reservation.expires, Timer::Reservation(source));
         self.loads.release(reservation.clan);
         Some(reservation.clan)
     }

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use super::registry::{self, Registration};
 use super::{policy, Gatekeeper, Timer, TTS_RETRY};
 use crate::ras::asn::{
-    AdmissionRequest, InfoRequestResponse, RegistrationRequest, UnregistrationRequest,
+    self, AdmissionRequest, BandwidthRequest, DisengageRequest, InfoRequestResponse,
+    RegistrationRequest, UnregistrationRequest,
 };
 use crate::ras::reply::{self, AltGkInfo, ArjReason, EndpointId, RrjReason, UrjReason};
 use crate::ras::{socket_addr, Alias, RasMessage};
@@ -25,6 +26,12 @@ fn alias_text(alias: &Alias) -> &str {
 }
 
 impl Gatekeeper {
+    /// The registration an `endpointIdentifier` names, if it is registered from `from`.
+    pub(super) fn registered(&self, id: &asn::EndpointIdentifier, from: SocketAddr) -> Option<u64> {
+        registry::key_of(&EndpointId::from_asn(id).text())
+            .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from))
+    }
+
     /// Is a phone with these aliases in this home region a TTS phone? First matching
     /// `[[tts]]` rule, else `tts_default`.
     pub(super) fn is_tts(&self, aliases: &[Alias], region: u16) -> bool {
@@ -75,8 +82,9 @@ impl Gatekeeper {
     fn refresh(&mut self, now: Instant, key: u64, ttl_s: u32) {
         let expires = now + Duration::from_secs(u64::from(ttl_s));
         if let Some(registration) = self.registry.get_mut(key) {
+            let before = std::mem::replace(&mut registration.expires, expires);
             registration.ttl_s = ttl_s;
-            registration.expires = expires;
+            self.disarm(before, Timer::Registration(key));
             self.arm(expires, Timer::Registration(key));
         }
     }
@@ -107,8 +115,7 @@ impl Gatekeeper {
         let key = rrq
             .endpoint_identifier
             .as_ref()
-            .and_then(|id| registry::key_of(&EndpointId::from_asn(id).text()))
-            .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from));
+            .and_then(|id| self.registered(id, from));
         let Some(key) = key else {
             return self.reject_rrq(seq, RrjReason::FullRegistrationRequired, None);
         };
@@ -198,7 +205,9 @@ impl Gatekeeper {
             None
         } else {
             if reservation == Some(clan) {
-                self.reservations.remove(&from);
+                if let Some(used) = self.reservations.remove(&from) {
+                    self.disarm(used.expires, Timer::Reservation(from));
+                }
                 self.loads.reservation_to_socket(clan);
             } else {
                 self.release_reservation(from);
@@ -295,10 +304,9 @@ impl Gatekeeper {
     ) -> Option<RasMessage> {
         let seq = urq.request_seq_num.0;
         let key = match &urq.endpoint_identifier {
-            Some(id) => registry::key_of(&EndpointId::from_asn(id).text()),
+            Some(id) => self.registered(id, from),
             None => self.registry.by_source(from),
-        }
-        .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from));
+        };
         match key {
             Some(key) => {
                 self.unregister(key);
@@ -326,9 +334,7 @@ impl Gatekeeper {
             return None;
         }
         let seq = irr.request_seq_num.0;
-        let known = registry::key_of(&EndpointId::from_asn(&irr.endpoint_identifier).text())
-            .is_some_and(|key| self.registry.get(key).is_some_and(|r| r.source == from));
-        if known {
+        if self.registered(&irr.endpoint_identifier, from).is_some() {
             Some(reply::info_request_ack(seq))
         } else {
             self.stats.reject("INAK", "notRegistered");
@@ -344,9 +350,7 @@ impl Gatekeeper {
         arq: &AdmissionRequest,
     ) -> Option<RasMessage> {
         let seq = arq.request_seq_num.0;
-        let caller = registry::key_of(&EndpointId::from_asn(&arq.endpoint_identifier).text())
-            .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from));
-        if caller.is_none() {
+        if self.registered(&arq.endpoint_identifier, from).is_none() {
             self.stats.reject("ARJ", "callerNotRegistered");
             return Some(reply::admission_reject(seq, ArjReason::CallerNotRegistered));
         }
@@ -372,6 +376,37 @@ impl Gatekeeper {
                     ArjReason::CalledPartyNotRegistered,
                 ))
             }
+        }
+    }
+
+    /// A DRQ: DCF for a registered endpoint, DRJ `notRegistered` otherwise.
+    pub(super) fn disengage_request(
+        &mut self,
+        from: SocketAddr,
+        drq: &DisengageRequest,
+    ) -> Option<RasMessage> {
+        let seq = drq.request_seq_num.0;
+        if self.registered(&drq.endpoint_identifier, from).is_some() {
+            Some(reply::disengage_confirm(seq))
+        } else {
+            self.stats.reject("DRJ", "notRegistered");
+            Some(reply::disengage_reject_not_registered(seq))
+        }
+    }
+
+    /// A BRQ: BCF granting what was asked for a registered endpoint, BRJ `notBound`
+    /// otherwise.
+    pub(super) fn bandwidth_request(
+        &mut self,
+        from: SocketAddr,
+        brq: &BandwidthRequest,
+    ) -> Option<RasMessage> {
+        let seq = brq.request_seq_num.0;
+        if self.registered(&brq.endpoint_identifier, from).is_some() {
+            Some(reply::bandwidth_confirm(seq, brq.band_width.0))
+        } else {
+            self.stats.reject("BRJ", "notBound");
+            Some(reply::bandwidth_reject_not_bound(seq))
         }
     }
 }

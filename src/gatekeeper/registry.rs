@@ -60,14 +60,12 @@ pub fn endpoint_id_text(key: u64) -> String {
 /// The key an `endpointIdentifier` text names, if it is one of ours.
 pub fn key_of(endpoint_id: &str) -> Option<u64> {
     let hex = endpoint_id.strip_prefix("EP")?;
-    if hex.len() < 8
-        || !hex
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_lowercase())
-    {
+    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    u64::from_str_radix(hex, 16).ok()
+    // Only the exact text we hand out: no other spelling of the same number.
+    let key = u64::from_str_radix(hex, 16).ok()?;
+    (endpoint_id_text(key) == endpoint_id).then_some(key)
 }
 
 impl Registry {

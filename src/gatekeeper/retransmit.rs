@@ -1,6 +1,7 @@
-//! The retransmission cache (domain.md §2): a request from the same source with the same
-//! `requestSeqNum` and the same octets within the hold time gets the reply it got the first
-//! time, and changes nothing. Bounded in time and in entries; the oldest entry goes first.
+//! The retransmission cache (domain.md §2): a request from the same source to the same local
+//! address with the same `requestSeqNum` and the same octets within the hold time gets the
+//! reply it got the first time, and changes nothing. Bounded in time and in entries (the
+//! queue that orders them included); the oldest entry goes first.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -21,11 +22,15 @@ struct Entry {
     replies: Vec<Transmit>,
 }
 
-/// Replies by (source, sequence number).
+/// (local address, source, sequence number).
+type Key = (SocketAddr, SocketAddr, u16);
+
+/// Replies by [`Key`].
 #[derive(Default)]
 pub struct RetransmitCache {
-    entries: HashMap<(SocketAddr, u16), Entry>,
-    order: VecDeque<(Instant, SocketAddr, u16)>,
+    entries: HashMap<Key, Entry>,
+    /// Keys in the order they were stored; one may be stale (stored again since).
+    order: VecDeque<(Instant, Key)>,
 }
 
 /// A fingerprint of a request's octets.
@@ -37,52 +42,41 @@ pub fn fingerprint(datagram: &[u8]) -> u64 {
 
 impl RetransmitCache {
     /// The replies to an earlier identical request, if it is still held.
-    pub fn lookup(&self, from: SocketAddr, seq: u16, request: u64) -> Option<&[Transmit]> {
+    pub fn lookup(&self, key: Key, request: u64) -> Option<&[Transmit]> {
         self.entries
-            .get(&(from, seq))
+            .get(&key)
             .filter(|entry| entry.request == request)
             .map(|entry| &entry.replies[..])
     }
 
     /// Keeps the replies to a request.
-    pub fn store(
-        &mut self,
-        now: Instant,
-        from: SocketAddr,
-        seq: u16,
-        request: u64,
-        replies: Vec<Transmit>,
-    ) {
+    pub fn store(&mut self, now: Instant, key: Key, request: u64, replies: Vec<Transmit>) {
         self.expire(now);
-        while self.entries.len() >= MAX_ENTRIES {
-            if !self.pop_oldest() {
-                break;
-            }
+        while self.order.len() >= MAX_ENTRIES {
+            self.pop_oldest();
         }
         self.entries.insert(
-            (from, seq),
+            key,
             Entry {
                 request,
                 stored: now,
                 replies,
             },
         );
-        self.order.push_back((now, from, seq));
+        self.order.push_back((now, key));
     }
 
-    fn pop_oldest(&mut self) -> bool {
-        let Some((stored, from, seq)) = self.order.pop_front() else {
-            return false;
-        };
-        if self.entries.get(&(from, seq)).map(|e| e.stored) == Some(stored) {
-            self.entries.remove(&(from, seq));
+    fn pop_oldest(&mut self) {
+        if let Some((stored, key)) = self.order.pop_front() {
+            if self.entries.get(&key).map(|e| e.stored) == Some(stored) {
+                self.entries.remove(&key);
+            }
         }
-        true
     }
 
     /// Drops replies older than [`HOLD`].
     pub fn expire(&mut self, now: Instant) {
-        while let Some(&(stored, _, _)) = self.order.front() {
+        while let Some(&(stored, _)) = self.order.front() {
             if now.saturating_duration_since(stored) < HOLD {
                 break;
             }
@@ -92,7 +86,7 @@ impl RetransmitCache {
 
     /// When the oldest reply expires.
     pub fn next_expiry(&self) -> Option<Instant> {
-        self.order.front().map(|&(stored, _, _)| stored + HOLD)
+        self.order.front().map(|&(stored, _)| stored + HOLD)
     }
 
     /// Replies held.
@@ -103,5 +97,29 @@ impl RetransmitCache {
     /// Nothing held?
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seq_stored_again_and_again_stays_bounded() {
+        let mut cache = RetransmitCache::default();
+        let now = Instant::now();
+        let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
+        let from: SocketAddr = "127.1.0.1:5000".parse().unwrap();
+        for request in 0..(MAX_ENTRIES as u64 + 1000) {
+            cache.store(now, (local, from, 7), request, Vec::new());
+        }
+        assert_eq!(cache.len(), 1);
+        assert!(cache.order.len() <= MAX_ENTRIES);
+        assert!(cache
+            .lookup((local, from, 7), MAX_ENTRIES as u64 + 999)
+            .is_some());
+        assert!(cache.lookup((local, from, 7), 0).is_none());
+        cache.expire(now + HOLD);
+        assert!(cache.is_empty());
     }
 }

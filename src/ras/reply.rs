@@ -625,3 +625,34 @@ pub fn info_request_nak_not_registered(request_seq_num: u16) -> RasMessage {
         integrity_check_value: None,
     })
 }
+
+/// DRJ `notRegistered`: a DRQ from an endpoint that is not registered.
+#[doc(alias = "DRJ")]
+pub fn disengage_reject_not_registered(request_seq_num: u16) -> RasMessage {
+    RasMessage::disengageReject(asn::DisengageReject {
+        request_seq_num: seq(request_seq_num),
+        reject_reason: asn::DisengageRejectReason::notRegistered(()),
+        non_standard_data: None,
+        alt_gkinfo: None,
+        tokens: None,
+        crypto_tokens: None,
+        integrity_check_value: None,
+        generic_data: None,
+    })
+}
+
+/// BRJ `notBound`: a BRQ from an endpoint that is not registered; no bandwidth allowed.
+#[doc(alias = "BRJ")]
+pub fn bandwidth_reject_not_bound(request_seq_num: u16) -> RasMessage {
+    RasMessage::bandwidthReject(asn::BandwidthReject {
+        request_seq_num: seq(request_seq_num),
+        reject_reason: asn::BandRejectReason::notBound(()),
+        allowed_band_width: asn::BandWidth(0),
+        non_standard_data: None,
+        alt_gkinfo: None,
+        tokens: None,
+        crypto_tokens: None,
+        integrity_check_value: None,
+        generic_data: None,
+    })
+}

@@ -45,14 +45,6 @@ pub enum ServerError {
         /// What the system said.
         source: std::io::Error,
     },
-    /// The configuration asks for something the server does not do yet.
-    #[error("{field}: {reason}")]
-    Unsupported {
-        /// The key.
-        field: &'static str,
-        /// Why, and what to use instead.
-        reason: &'static str,
-    },
     /// The admin port cannot be bound.
     #[error("cannot bind the admin port {address} ([admin] listen): {source}")]
     Admin {
@@ -93,13 +85,6 @@ impl Server {
     /// Binds the discovery socket, one socket per C-LAN, the multicast socket when asked
     /// for, and the admin port. Must run inside a tokio runtime.
     pub async fn bind(mut config: Config) -> Result<Server, ServerError> {
-        if config.gatekeeper.sockets == crate::config::SocketMode::Tcp {
-            return Err(ServerError::Unsupported {
-                field: "gatekeeper.sockets",
-                reason: "\"tcp\" (real TCP signalling connections) is not built yet; \
-                         use \"count\", which counts sockets without opening them",
-            });
-        }
         if config.gatekeeper.seed.is_none() {
             let seed = rand::random::<u64>();
             tracing::info!(
@@ -246,9 +231,15 @@ async fn send_all(sockets: &HashMap<SocketAddr, Arc<UdpSocket>>, out: Vec<Transm
             tracing::error!(local = %transmit.local, "no socket for a reply's local address");
             continue;
         };
-        let sent = match socket.try_send_to(&transmit.payload, transmit.to) {
+        let to = match (transmit.local, transmit.to) {
+            (SocketAddr::V6(_), SocketAddr::V4(to)) => {
+                SocketAddr::new(std::net::IpAddr::V6(to.ip().to_ipv6_mapped()), to.port())
+            }
+            _ => transmit.to,
+        };
+        let sent = match socket.try_send_to(&transmit.payload, to) {
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                socket.send_to(&transmit.payload, transmit.to).await
+                socket.send_to(&transmit.payload, to).await
             }
             other => other,
         };
@@ -264,6 +255,9 @@ async fn receive(local: SocketAddr, socket: Arc<UdpSocket>, tx: mpsc::Sender<Dat
     loop {
         match socket.recv_from(&mut buffer).await {
             Ok((len, from)) => {
+                // A dual-stack IPv6 socket reports IPv4 phones as ::ffff:a.b.c.d; the core
+                // (network map, registrations) sees them as the IPv4 addresses they are.
+                let from = SocketAddr::new(from.ip().to_canonical(), from.port());
                 let datagram = Datagram {
                     local,
                     from,

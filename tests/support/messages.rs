@@ -219,5 +219,7 @@ pub fn all() -> Vec<(&'static str, bool, RasMessage)> {
         ),
         ("IACK", false, reply::info_request_ack(115)),
         ("INAK", false, reply::info_request_nak_not_registered(116)),
+        ("DRJ", false, reply::disengage_reject_not_registered(117)),
+        ("BRJ", false, reply::bandwidth_reject_not_bound(118)),
     ]
 }
