@@ -283,3 +283,43 @@ fn concurrent_phones_balance_within_one_socket() {
     let (min, max) = (sockets.iter().min().unwrap(), sockets.iter().max().unwrap());
     assert!(max - min <= 1, "unbalanced: {loads:?}");
 }
+
+#[test]
+fn a_multicast_grq_is_answered_from_the_discovery_address() {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let _served = Served::start(
+        &["--config", &fixture("udp-multicast.toml")],
+        addr("127.0.11.1:7000"),
+    );
+    let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+    socket.bind(&addr("127.1.0.77:0").into()).unwrap();
+    // Loopback only: the group is reached through lo, never another interface.
+    socket
+        .set_multicast_if_v4(&std::net::Ipv4Addr::new(127, 0, 0, 1))
+        .unwrap();
+    socket.set_multicast_loop_v4(true).unwrap();
+    // TTL 0: the datagram never leaves this host.
+    socket.set_multicast_ttl_v4(0).unwrap();
+    let socket: std::net::UdpSocket = socket.into();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let mut p = Phone::extension(40_777, socket.local_addr().unwrap());
+    let mut buffer = [0u8; 2048];
+    for _attempt in 0..4 {
+        let grq = p.grq();
+        socket.send_to(&grq, addr("224.0.1.41:1718")).unwrap();
+        if let Ok((len, from)) = socket.recv_from(&mut buffer) {
+            assert_eq!(from, addr("127.0.11.1:1719"), "answered from discovery");
+            assert_eq!(
+                Answer::read(&buffer[..len]).unwrap(),
+                Answer::Gcf {
+                    seq: p.last_seq(),
+                    ras_address: Some(addr("127.0.11.11:1719"))
+                }
+            );
+            return;
+        }
+    }
+    panic!("no answer to a multicast GRQ");
+}
