@@ -111,6 +111,16 @@ impl Lab {
     }
 }
 
+/// The reject reason of a GRJ, RRJ or URJ.
+fn reason(answer: Answer) -> String {
+    match answer {
+        Answer::Grj { reason, .. } | Answer::Rrj { reason, .. } | Answer::Urj { reason, .. } => {
+            reason
+        }
+        other => panic!("a reject expected, got {other:?}"),
+    }
+}
+
 fn phone(region: u8, n: u8) -> Phone {
     Phone::extension(
         60_000 + u32::from(region) * 256 + u32::from(n),
@@ -232,10 +242,10 @@ fn registrations_expire_after_ttl_unless_refreshed() {
     assert_eq!(lab.gatekeeper.stats().registrations_expired, 2);
     // An expired endpoint's keep-alive is told to register in full.
     let keep_alive = kept.keep_alive().unwrap();
-    match lab.ask(kept_at, &mut kept, &keep_alive) {
-        Answer::Rrj { reason, .. } => assert_eq!(reason, "fullRegistrationRequired"),
-        other => panic!("RRJ expected, got {other:?}"),
-    }
+    assert_eq!(
+        reason(lab.ask(kept_at, &mut kept, &keep_alive)),
+        "fullRegistrationRequired"
+    );
 }
 
 #[test]
@@ -289,10 +299,10 @@ fn retransmissions_get_the_identical_reply_and_change_nothing() {
 
     // After the 10 s hold the same URQ is a new request: the endpoint is gone now.
     lab.at(20);
-    match Answer::read(&lab.send(clan, &p, &urq)[0].payload).unwrap() {
-        Answer::Urj { reason, .. } => assert_eq!(reason, "notCurrentlyRegistered"),
-        other => panic!("URJ expected, got {other:?}"),
-    }
+    assert_eq!(
+        reason(Answer::read(&lab.send(clan, &p, &urq)[0].payload).unwrap()),
+        "notCurrentlyRegistered"
+    );
 }
 
 #[test]
@@ -301,10 +311,10 @@ fn duplicate_alias_from_another_address_is_rejected() {
     let mut first = phone(1, 1);
     lab.register(&mut first);
     let mut impostor = Phone::new(first.aliases.clone(), addr("127.1.0.99:5000"));
-    match lab.rrq_at(addr("127.0.1.2:1719"), &mut impostor) {
-        Answer::Rrj { reason, .. } => assert_eq!(reason, "duplicateAlias"),
-        other => panic!("RRJ expected, got {other:?}"),
-    }
+    assert_eq!(
+        reason(lab.rrq_at(addr("127.0.1.2:1719"), &mut impostor)),
+        "duplicateAlias"
+    );
     assert_eq!(lab.gatekeeper.registrations().len(), 1);
     // The same phone registering again from its own address is a re-registration.
     let again = lab.register(&mut first);
@@ -390,10 +400,7 @@ fn a_full_region_spills_direct_ascending_then_indirect_then_grj() {
     }
     assert_eq!(order, ["r1-a", "r1-b", "r2", "r3", "r4"]);
     let mut last = phone(1, 6);
-    match lab.grq(&mut last) {
-        Answer::Grj { reason, .. } => assert_eq!(reason, "resourceUnavailable"),
-        other => panic!("GRJ expected, got {other:?}"),
-    }
+    assert_eq!(reason(lab.grq(&mut last)), "resourceUnavailable");
     assert_eq!(
         lab.clan("r5").sockets,
         0,
@@ -438,10 +445,10 @@ fn rrq_at_a_full_clan_names_where_section_1_would_send_the_phone() {
 fn a_full_rrq_at_the_discovery_address_needs_discovery() {
     let mut lab = Lab::new(ONE_REGION);
     let mut p = phone(1, 1);
-    match lab.rrq_at(addr(DISCOVERY), &mut p) {
-        Answer::Rrj { reason, .. } => assert_eq!(reason, "discoveryRequired"),
-        other => panic!("RRJ expected, got {other:?}"),
-    }
+    assert_eq!(
+        reason(lab.rrq_at(addr(DISCOVERY), &mut p)),
+        "discoveryRequired"
+    );
     // A keep-alive of a registered phone is served wherever it arrives.
     lab.register(&mut p);
     let keep_alive = p.keep_alive().unwrap();
