@@ -817,3 +817,79 @@ fn drq_and_brq_are_answered_for_registered_endpoints_only() {
         MessageKind::Drj
     );
 }
+
+#[test]
+fn events_placement_regions_and_admin_unregister() {
+    use rasgk::gatekeeper::events::{Ending, Event};
+    let mut lab = Lab::new(TWO_REGIONS);
+    // Dry run first: it must not change what the real phone then gets.
+    let before = lab.gatekeeper.snapshot();
+    let ip = "127.1.0.1".parse().unwrap();
+    let placement = lab.gatekeeper.placement(ip, &phone(1, 1).aliases);
+    let again = lab.gatekeeper.placement(ip, &phone(1, 1).aliases);
+    assert_eq!(
+        placement, again,
+        "a dry run draws from a copy of the generator"
+    );
+    assert_eq!(
+        lab.gatekeeper.snapshot(),
+        before,
+        "a dry run changes nothing"
+    );
+    let mut p = phone(1, 1);
+    let clan = lab.register(&mut p);
+    assert_eq!(placement.gcf.as_deref(), Some(lab.name_of(clan).as_str()));
+    assert_eq!(placement.socket, placement.gcf);
+    let agl: Vec<String> = lab.gatekeeper.registrations()[0].agl.clone();
+    assert_eq!(
+        placement.agl, agl,
+        "the dry run's AGL is the one the RCF carried"
+    );
+    assert_eq!(placement.region, 1);
+    assert!(!placement.tts);
+
+    let events = lab.gatekeeper.drain_events();
+    assert!(
+        matches!(
+            &events[..],
+            [Event::Registered {
+                tts: false,
+                region: 1,
+                ..
+            }]
+        ),
+        "{events:?}"
+    );
+    assert!(lab.gatekeeper.drain_events().is_empty(), "drained");
+    assert_eq!(lab.gatekeeper.stats().registration_latency.count, 1);
+
+    // A phone of region 1 registered at a region-2 C-LAN spills to region 2.
+    let mut spilled = phone(1, 2);
+    lab.rrq_at(addr("127.0.1.21:1719"), &mut spilled);
+    let regions = lab.gatekeeper.regions();
+    assert_eq!(regions[0].home_phones, 2);
+    assert_eq!(regions[0].spill_to.get(&2), Some(&1));
+    assert_eq!(regions[1].spill_from.get(&1), Some(&1));
+    assert_eq!(regions[1].sockets, 1);
+    assert_eq!(regions[0].direct, vec![2]);
+
+    // Unregistered by the administrator: URQ (maintenance), socket freed, event.
+    let id = spilled.endpoint_id.as_ref().unwrap().text();
+    let urq = lab.gatekeeper.unregister_endpoint(lab.now, &id).unwrap();
+    assert_eq!(urq.len(), 1);
+    assert_eq!(urq[0].to, spilled.ras_address);
+    assert!(matches!(
+        Answer::read(&urq[0].payload).unwrap(),
+        Answer::Urq { .. }
+    ));
+    assert_eq!(lab.clan("b1").sockets, 0);
+    assert!(lab.gatekeeper.unregister_endpoint(lab.now, &id).is_err());
+    let events = lab.gatekeeper.drain_events();
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Unregistered {
+            reason: Ending::Admin,
+            ..
+        }
+    )));
+}

@@ -26,8 +26,8 @@ impl Gatekeeper {
         let tiers = self.topology.tiers(home);
         let Some(clan) = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode)
         else {
-            self.stats.reject("GRJ", "resourceUnavailable");
-            tracing::info!(region = home, "GRJ resourceUnavailable: no C-LAN has room");
+            self.note_reject("GRJ", "resourceUnavailable");
+            tracing::debug!(region = home, "GRJ resourceUnavailable: no C-LAN has room");
             return Some(reply::gatekeeper_reject(
                 seq,
                 &self.gatekeeper_id,
@@ -36,8 +36,14 @@ impl Gatekeeper {
         };
         self.loads.reserve(clan);
         let expires = now + Duration::from_secs(u64::from(self.config.gatekeeper.gcf_hold_s));
-        self.reservations
-            .insert(from, Reservation { clan, expires });
+        self.reservations.insert(
+            from,
+            Reservation {
+                clan,
+                expires,
+                made: now,
+            },
+        );
         self.arm(expires, Timer::Reservation(from));
         tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF");
         Some(reply::gatekeeper_confirm(

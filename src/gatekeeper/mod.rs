@@ -17,6 +17,7 @@
 //! pure functions of [`policy`].
 
 mod discovery;
+pub mod events;
 pub mod load;
 pub mod policy;
 mod registration;
@@ -37,12 +38,13 @@ use rand_chacha::ChaCha8Rng;
 use crate::config::{Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
 use crate::ras::{self, MessageKind, RasMessage};
+use events::{Ending, Event, EventQueue};
 use load::{ClanLoad, Loads};
 use registry::Registry;
 use retransmit::RetransmitCache;
 use topology::{ClanIdx, Topology};
 
-pub use snapshot::{ClanView, RegistrationView, Snapshot};
+pub use snapshot::{ClanView, Placement, RegionView, RegistrationView, Snapshot};
 pub use stats::Stats;
 
 /// The multicast group of gatekeeper discovery (H.225.0 §7.2.1).
@@ -85,11 +87,18 @@ pub enum StartError {
 #[error("no C-LAN is named {0:?}")]
 pub struct UnknownClan(pub String);
 
+/// An endpoint that admin operations name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no endpoint is registered as {0:?}")]
+pub struct UnknownEndpoint(pub String);
+
 /// A reservation: a GCF named this C-LAN to this RAS source.
 #[derive(Debug, Clone, Copy)]
 struct Reservation {
     clan: ClanIdx,
     expires: Instant,
+    /// When its GRQ arrived (for the registration latency).
+    made: Instant,
 }
 
 /// A gatekeeper-sent URQ waiting for its UCF.
@@ -126,6 +135,7 @@ pub struct Gatekeeper {
     next_seq: u16,
     rng: ChaCha8Rng,
     stats: Stats,
+    events: EventQueue,
 }
 
 impl Gatekeeper {
@@ -159,6 +169,7 @@ impl Gatekeeper {
             next_seq: 0,
             rng,
             stats: Stats::default(),
+            events: EventQueue::default(),
         })
     }
 
@@ -170,6 +181,26 @@ impl Gatekeeper {
     /// Counters of messages, rejects and failures.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// Takes the events since the last call, oldest first.
+    pub fn drain_events(&mut self) -> Vec<Event> {
+        self.events.drain().collect()
+    }
+
+    /// Events dropped because they were not drained in time.
+    pub fn events_dropped(&self) -> u64 {
+        self.events.dropped
+    }
+
+    /// Counts a reject and tells the watchers.
+    fn note_reject(&mut self, message: &'static str, reason: &'static str) {
+        self.stats.reject(message, reason);
+        self.events.push(Event::Rejected { message, reason });
+    }
+
+    fn clan_name(&self, idx: ClanIdx) -> String {
+        self.config.clans[idx].name.clone()
     }
 
     /// Every local address a socket must be bound to: discovery first, then each C-LAN's.
@@ -373,7 +404,7 @@ impl Gatekeeper {
                 Timer::Registration(key) => {
                     if self.registry.get(key).is_some_and(|r| r.expires == at) {
                         tracing::debug!(endpoint = %registry::endpoint_id_text(key), "TTL expired");
-                        self.unregister(key);
+                        self.unregister(key, Ending::Ttl);
                         self.stats.registrations_expired += 1;
                     }
                 }
@@ -403,13 +434,18 @@ impl Gatekeeper {
     }
 
     /// Frees a registration's socket and forgets it.
-    fn unregister(&mut self, key: u64) -> Option<registry::Registration> {
+    fn unregister(&mut self, key: u64, reason: Ending) -> Option<registry::Registration> {
         let registration = self.registry.remove(key)?;
         self.disarm(registration.expires, Timer::Registration(key));
         if let Some(clan) = registration.socket {
             self.loads.remove_socket(clan);
         }
         self.tts_pending.remove(&key);
+        self.events.push(Event::Unregistered {
+            endpoint_id: registration.endpoint_id.text(),
+            reason,
+            clan: registration.socket.map(|clan| self.clan_name(clan)),
+        });
         Some(registration)
     }
 
@@ -445,6 +481,10 @@ impl Gatekeeper {
         }
         self.loads.set_in_service(clan, in_service);
         self.config.clans[clan].in_service = in_service;
+        self.events.push(Event::ClanState {
+            clan: self.clan_name(clan),
+            in_service,
+        });
         tracing::info!(clan = %self.config.clans[clan].name, in_service, "C-LAN state changed");
         if in_service {
             return Vec::new();
@@ -460,38 +500,68 @@ impl Gatekeeper {
         }
         let mut out = Vec::new();
         for key in self.registry.with_socket_on(clan) {
-            let Some(registration) = self.unregister(key) else {
-                continue;
-            };
-            let tiers = self.topology.tiers(registration.region).into_owned();
-            let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
-            let entries = self.agl_entries(&agl);
-            let seq = self.next_seq();
-            let urq = reply::unregistration_request(&reply::Urq {
-                request_seq_num: seq,
-                call_signal_address: &registration.call_signal_address,
-                aliases: &registration.aliases,
-                endpoint_id: Some(&registration.endpoint_id),
-                gatekeeper_id: Some(&self.gatekeeper_id),
-                reason: Some(reply::UrqReason::ReregistrationRequired),
-                agl: &entries,
-            });
-            let local = self.config.clans[registration.registered_via].address;
-            if let Some(transmit) = self.send(local, registration.source, &urq) {
-                let next = now + URQ_RETRY;
-                self.pending_urqs.insert(
-                    (registration.source, seq),
-                    PendingUrq {
-                        transmit: transmit.clone(),
-                        attempts: 1,
-                        next,
-                    },
-                );
-                self.arm(next, Timer::Urq(registration.source, seq));
-                out.push(transmit);
+            if let Some(registration) = self.unregister(key, Ending::ClanOutOfService) {
+                let tiers = self.topology.tiers(registration.region).into_owned();
+                let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
+                let reason = reply::UrqReason::ReregistrationRequired;
+                out.extend(self.send_urq(now, &registration, reason, &agl));
             }
         }
         out
+    }
+
+    /// Sends a gatekeeper-sent URQ to an endpoint already removed, from the C-LAN it
+    /// registered at, and keeps it for sending again until a UCF comes.
+    fn send_urq(
+        &mut self,
+        now: Instant,
+        registration: &registry::Registration,
+        reason: reply::UrqReason,
+        agl: &[ClanIdx],
+    ) -> Option<Transmit> {
+        let entries = self.agl_entries(agl);
+        let seq = self.next_seq();
+        let urq = reply::unregistration_request(&reply::Urq {
+            request_seq_num: seq,
+            call_signal_address: &registration.call_signal_address,
+            aliases: &registration.aliases,
+            endpoint_id: Some(&registration.endpoint_id),
+            gatekeeper_id: Some(&self.gatekeeper_id),
+            reason: Some(reason),
+            agl: &entries,
+        });
+        let local = self.config.clans[registration.registered_via].address;
+        let transmit = self.send(local, registration.source, &urq)?;
+        let next = now + URQ_RETRY;
+        self.pending_urqs.insert(
+            (registration.source, seq),
+            PendingUrq {
+                transmit: transmit.clone(),
+                attempts: 1,
+                next,
+            },
+        );
+        self.arm(next, Timer::Urq(registration.source, seq));
+        Some(transmit)
+    }
+
+    /// Unregisters an endpoint on an administrator's word: a gatekeeper-sent URQ
+    /// (`maintenance`, no AGL) and its socket is freed.
+    pub fn unregister_endpoint(
+        &mut self,
+        now: Instant,
+        endpoint_id: &str,
+    ) -> Result<Vec<Transmit>, UnknownEndpoint> {
+        let key = registry::key_of(endpoint_id)
+            .filter(|&key| self.registry.get(key).is_some())
+            .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
+        let registration = self
+            .unregister(key, Ending::Admin)
+            .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
+        Ok(self
+            .send_urq(now, &registration, reply::UrqReason::Maintenance, &[])
+            .into_iter()
+            .collect())
     }
 
     /// Changes a C-LAN's cap. A cap below the load stops new work on it until the load falls;
@@ -499,5 +569,9 @@ impl Gatekeeper {
     pub fn set_cap(&mut self, clan: ClanIdx, cap: u32) {
         self.loads.set_cap(clan, cap);
         self.config.clans[clan].max_sockets = cap.max(1);
+        self.events.push(Event::ClanCap {
+            clan: self.clan_name(clan),
+            max_sockets: cap.max(1),
+        });
     }
 }

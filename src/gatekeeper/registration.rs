@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use super::events::{Ending, Event};
 use super::registry::{self, Registration};
 use super::{policy, Gatekeeper, Timer, TTS_RETRY};
 use crate::ras::asn::{
@@ -51,8 +52,8 @@ impl Gatekeeper {
             RrjReason::InvalidCallSignalAddress => "invalidCallSignalAddress",
             _ => "other",
         };
-        self.stats.reject("RRJ", name);
-        tracing::info!(reason = name, "RRJ");
+        self.note_reject("RRJ", name);
+        tracing::debug!(reason = name, "RRJ");
         reply::registration_reject(seq, &self.gatekeeper_id, &reason, alt.as_ref())
     }
 
@@ -195,7 +196,7 @@ impl Gatekeeper {
         // Accepted: from here on, state changes.
         let key = match existing {
             Some(key) => {
-                self.unregister(key);
+                self.unregister(key, Ending::Reregistered);
                 key
             }
             None => self.registry.new_key(),
@@ -207,6 +208,7 @@ impl Gatekeeper {
             if reservation == Some(clan) {
                 if let Some(used) = self.reservations.remove(&from) {
                     self.disarm(used.expires, Timer::Reservation(from));
+                    self.stats.registration_latency.observe(now - used.made);
                 }
                 self.loads.reservation_to_socket(clan);
             } else {
@@ -243,6 +245,20 @@ impl Gatekeeper {
             self.place_tts(now, key);
         }
         self.stats.registrations += 1;
+        if let Some(registration) = self.registry.get(key) {
+            let event = Event::Registered {
+                endpoint_id: registration.endpoint_id.text(),
+                aliases: registration
+                    .aliases
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
+                region,
+                clan: registration.socket.map(|clan| self.clan_name(clan)),
+                tts,
+            };
+            self.events.push(event);
+        }
         tracing::debug!(
             endpoint = %registry::endpoint_id_text(key),
             clan = %self.config.clans[clan].name,
@@ -265,7 +281,11 @@ impl Gatekeeper {
                 if let Some(registration) = self.registry.get_mut(key) {
                     registration.socket = Some(clan);
                 }
-                self.tts_pending.remove(&key);
+                if self.tts_pending.remove(&key) {
+                    let endpoint_id = registry::endpoint_id_text(key);
+                    let clan = self.clan_name(clan);
+                    self.events.push(Event::TtsSocket { endpoint_id, clan });
+                }
             }
             None => {
                 self.tts_pending.insert(key);
@@ -309,12 +329,12 @@ impl Gatekeeper {
         };
         match key {
             Some(key) => {
-                self.unregister(key);
+                self.unregister(key, Ending::Urq);
                 self.stats.unregistrations += 1;
                 Some(reply::unregistration_confirm(seq))
             }
             None => {
-                self.stats.reject("URJ", "notCurrentlyRegistered");
+                self.note_reject("URJ", "notCurrentlyRegistered");
                 Some(reply::unregistration_reject(
                     seq,
                     UrjReason::NotCurrentlyRegistered,
@@ -337,7 +357,7 @@ impl Gatekeeper {
         if self.registered(&irr.endpoint_identifier, from).is_some() {
             Some(reply::info_request_ack(seq))
         } else {
-            self.stats.reject("INAK", "notRegistered");
+            self.note_reject("INAK", "notRegistered");
             Some(reply::info_request_nak_not_registered(seq))
         }
     }
@@ -351,7 +371,7 @@ impl Gatekeeper {
     ) -> Option<RasMessage> {
         let seq = arq.request_seq_num.0;
         if self.registered(&arq.endpoint_identifier, from).is_none() {
-            self.stats.reject("ARJ", "callerNotRegistered");
+            self.note_reject("ARJ", "callerNotRegistered");
             return Some(reply::admission_reject(seq, ArjReason::CallerNotRegistered));
         }
         let callee = arq
@@ -370,7 +390,7 @@ impl Gatekeeper {
                 false,
             )),
             None => {
-                self.stats.reject("ARJ", "calledPartyNotRegistered");
+                self.note_reject("ARJ", "calledPartyNotRegistered");
                 Some(reply::admission_reject(
                     seq,
                     ArjReason::CalledPartyNotRegistered,
@@ -389,7 +409,7 @@ impl Gatekeeper {
         if self.registered(&drq.endpoint_identifier, from).is_some() {
             Some(reply::disengage_confirm(seq))
         } else {
-            self.stats.reject("DRJ", "notRegistered");
+            self.note_reject("DRJ", "notRegistered");
             Some(reply::disengage_reject_not_registered(seq))
         }
     }
@@ -405,7 +425,7 @@ impl Gatekeeper {
         if self.registered(&brq.endpoint_identifier, from).is_some() {
             Some(reply::bandwidth_confirm(seq, brq.band_width.0))
         } else {
-            self.stats.reject("BRJ", "notBound");
+            self.note_reject("BRJ", "notBound");
             Some(reply::bandwidth_reject_not_bound(seq))
         }
     }

@@ -118,3 +118,132 @@ impl Gatekeeper {
         }
     }
 }
+
+/// One region (`GET /api/regions`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RegionView {
+    /// Its id.
+    pub id: RegionId,
+    /// Its label.
+    pub name: String,
+    /// Its C-LANs, in configuration order.
+    pub clans: Vec<String>,
+    /// Sockets on its C-LANs.
+    pub sockets: u32,
+    /// Reservations on its C-LANs.
+    pub reserved: u32,
+    /// Sum of its in-service C-LANs' caps.
+    pub max_sockets: u32,
+    /// Phones whose home region it is.
+    pub home_phones: usize,
+    /// Of those, how many hold their socket in each other region (region id → phones): where
+    /// this region spills to.
+    pub spill_to: std::collections::BTreeMap<RegionId, usize>,
+    /// Phones of other regions holding a socket here (region id → phones).
+    pub spill_from: std::collections::BTreeMap<RegionId, usize>,
+    /// Directly linked regions, ascending (GCF tier 2).
+    pub direct: Vec<RegionId>,
+    /// Indirectly linked regions offered (`agl = true`), ascending (tier 3).
+    pub indirect: Vec<RegionId>,
+}
+
+/// What a phone would get now (`GET /api/placement`): a dry run that changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Placement {
+    /// Its home region.
+    pub region: RegionId,
+    /// Would it be a TTS phone?
+    pub tts: bool,
+    /// The C-LAN its GCF would name; `None`: GRJ `resourceUnavailable`.
+    pub gcf: Option<String>,
+    /// The C-LAN its socket would be on (for a TTS phone, chosen from the AGL).
+    pub socket: Option<String>,
+    /// The AGL its RCF would carry (offsets drawn from a copy of the generator).
+    pub agl: Vec<String>,
+}
+
+impl Gatekeeper {
+    /// Every region's load and spill.
+    pub fn regions(&self) -> Vec<RegionView> {
+        use std::collections::BTreeMap;
+        let mut home_phones: BTreeMap<RegionId, usize> = BTreeMap::new();
+        let mut spill: BTreeMap<(RegionId, RegionId), usize> = BTreeMap::new();
+        for (_, registration) in self.registry.iter() {
+            *home_phones.entry(registration.region).or_default() += 1;
+            if let Some(clan) = registration.socket {
+                let there = self.config.clans[clan].region;
+                if there != registration.region {
+                    *spill.entry((registration.region, there)).or_default() += 1;
+                }
+            }
+        }
+        self.config
+            .regions
+            .iter()
+            .map(|region| {
+                let members: Vec<usize> = (0..self.config.clans.len())
+                    .filter(|&i| self.config.clans[i].region == region.id)
+                    .collect();
+                let loads = self.loads.all();
+                let tiers = self.topology.tiers(region.id);
+                RegionView {
+                    id: region.id,
+                    name: region.name.clone(),
+                    clans: members.iter().map(|&i| self.clan_name(i)).collect(),
+                    sockets: members.iter().map(|&i| loads[i].sockets).sum(),
+                    reserved: members.iter().map(|&i| loads[i].reserved).sum(),
+                    max_sockets: members
+                        .iter()
+                        .filter(|&&i| loads[i].in_service)
+                        .map(|&i| loads[i].cap)
+                        .sum(),
+                    home_phones: home_phones.get(&region.id).copied().unwrap_or(0),
+                    spill_to: spill
+                        .iter()
+                        .filter(|((from, _), _)| *from == region.id)
+                        .map(|(&(_, to), &n)| (to, n))
+                        .collect(),
+                    spill_from: spill
+                        .iter()
+                        .filter(|((_, to), _)| *to == region.id)
+                        .map(|(&(from, _), &n)| (from, n))
+                        .collect(),
+                    direct: tiers.direct.clone(),
+                    indirect: tiers.indirect.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Where a phone from `ip` with these aliases would go now, sending its GRQ to the
+    /// discovery address and its RRQ to the C-LAN named; nothing changes, not even the AGL
+    /// generator.
+    pub fn placement(&self, ip: std::net::IpAddr, aliases: &[crate::ras::Alias]) -> Placement {
+        use super::policy;
+        let region = self.home_region(self.config.gatekeeper.discovery, ip);
+        let tts = self.is_tts(aliases, region);
+        let tiers = self.topology.tiers(region);
+        let gcf = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode);
+        let mut loads = self.loads.clone();
+        if let (Some(clan), false) = (gcf, tts) {
+            loads.add_socket(clan);
+        }
+        let mut rng = self.rng.clone();
+        let agl = match gcf {
+            Some(_) => policy::build_agl(&tiers, &loads, &self.config.agl, &mut rng),
+            None => Vec::new(),
+        };
+        let socket = if tts {
+            policy::choose_tts_clan(&tiers, &loads, &agl)
+        } else {
+            gcf
+        };
+        Placement {
+            region,
+            tts,
+            gcf: gcf.map(|i| self.clan_name(i)),
+            socket: socket.map(|i| self.clan_name(i)),
+            agl: agl.iter().map(|&i| self.clan_name(i)).collect(),
+        }
+    }
+}

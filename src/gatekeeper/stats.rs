@@ -30,6 +30,8 @@ pub struct Stats {
     pub registrations_expired: u64,
     /// GCF reservations that ran out before an RRQ.
     pub reservations_expired: u64,
+    /// GRQ → RCF latency of registrations that used their reservation.
+    pub registration_latency: LatencyHistogram,
 }
 
 impl Default for Stats {
@@ -46,6 +48,7 @@ impl Default for Stats {
             unregistrations: 0,
             registrations_expired: 0,
             reservations_expired: 0,
+            registration_latency: LatencyHistogram::default(),
         }
     }
 }
@@ -67,5 +70,48 @@ impl Stats {
     /// Messages sent of one kind.
     pub fn sent_of(&self, kind: MessageKind) -> u64 {
         self.sent[kind as usize]
+    }
+}
+
+/// Upper bounds of the registration latency buckets, microseconds (Prometheus `le`).
+pub const LATENCY_BOUNDS_US: [u64; 12] = [
+    100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 1_000_000, 5_000_000, 30_000_000,
+];
+
+/// A histogram of registration latency: from the GRQ that reserved a place to the RCF of
+/// the RRQ that used it, as the gatekeeper saw them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LatencyHistogram {
+    /// Observations at or below each bound of [`LATENCY_BOUNDS_US`] (not cumulative).
+    pub buckets: Vec<u64>,
+    /// Observations above the last bound.
+    pub over: u64,
+    /// Sum of all observations, microseconds.
+    pub sum_us: u64,
+    /// Number of observations.
+    pub count: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> LatencyHistogram {
+        LatencyHistogram {
+            buckets: vec![0; LATENCY_BOUNDS_US.len()],
+            over: 0,
+            sum_us: 0,
+            count: 0,
+        }
+    }
+}
+
+impl LatencyHistogram {
+    /// Records one latency.
+    pub fn observe(&mut self, latency: std::time::Duration) {
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        match LATENCY_BOUNDS_US.iter().position(|&bound| us <= bound) {
+            Some(i) => self.buckets[i] += 1,
+            None => self.over += 1,
+        }
+        self.sum_us = self.sum_us.saturating_add(us);
+        self.count += 1;
     }
 }

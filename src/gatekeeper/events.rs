@@ -1,0 +1,106 @@
+//! What happened, for people watching: registrations, unregistrations, expiries, rejects and
+//! C-LAN changes, as a bounded queue the server drains after each call into the core and
+//! streams on the admin port (`/api/events`).
+
+use std::collections::VecDeque;
+
+use crate::config::RegionId;
+
+/// Most events kept undrained; older ones are dropped (and counted).
+pub const MAX_QUEUED: usize = 4096;
+
+/// Why a registration ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// The endpoint sent URQ.
+    Urq,
+    /// Its time to live ran out.
+    Ttl,
+    /// Its socket's C-LAN went out of service (gatekeeper-sent URQ).
+    ClanOutOfService,
+    /// An administrator unregistered it (gatekeeper-sent URQ).
+    Admin,
+    /// It registered again in full (the old registration is replaced).
+    Reregistered,
+}
+
+/// One thing that happened.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// An RCF to a full RRQ.
+    Registered {
+        /// Its `endpointIdentifier`.
+        endpoint_id: String,
+        /// Its aliases as text.
+        aliases: Vec<String>,
+        /// Home region.
+        region: RegionId,
+        /// The C-LAN of its socket (`None`: a TTS phone waiting for one).
+        clan: Option<String>,
+        /// A TTS phone?
+        tts: bool,
+    },
+    /// A TTS phone that waited got its socket.
+    TtsSocket {
+        /// Its `endpointIdentifier`.
+        endpoint_id: String,
+        /// The C-LAN of its socket.
+        clan: String,
+    },
+    /// A registration ended.
+    Unregistered {
+        /// Its `endpointIdentifier`.
+        endpoint_id: String,
+        /// Why.
+        reason: Ending,
+        /// The C-LAN whose socket was freed, if any.
+        clan: Option<String>,
+    },
+    /// A reject was sent.
+    Rejected {
+        /// `GRJ`, `RRJ`, …
+        message: &'static str,
+        /// The ASN.1 name of the reason.
+        reason: &'static str,
+    },
+    /// A C-LAN went into or out of service.
+    ClanState {
+        /// Its name.
+        clan: String,
+        /// In service now?
+        in_service: bool,
+    },
+    /// A C-LAN's cap changed.
+    ClanCap {
+        /// Its name.
+        clan: String,
+        /// The new cap.
+        max_sockets: u32,
+    },
+}
+
+/// The undrained events, oldest first.
+#[derive(Debug, Default)]
+pub struct EventQueue {
+    queue: VecDeque<Event>,
+    /// Events dropped because nobody drained them in time.
+    pub dropped: u64,
+}
+
+impl EventQueue {
+    /// Adds an event, dropping the oldest when full.
+    pub fn push(&mut self, event: Event) {
+        if self.queue.len() >= MAX_QUEUED {
+            self.queue.pop_front();
+            self.dropped += 1;
+        }
+        self.queue.push_back(event);
+    }
+
+    /// Takes every queued event.
+    pub fn drain(&mut self) -> impl Iterator<Item = Event> + '_ {
+        self.queue.drain(..)
+    }
+}
