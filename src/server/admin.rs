@@ -62,9 +62,17 @@ async fn not_found() -> impl IntoResponse {
     )
 }
 
+/// The live dashboard: one self-contained page, served from the binary.
+const DASHBOARD: &str = include_str!("dashboard.html");
+
+async fn dashboard() -> impl IntoResponse {
+    axum::response::Html(DASHBOARD)
+}
+
 /// The admin routes.
 fn router(queries: Queries) -> Router {
     Router::new()
+        .route("/", get(dashboard))
         .route("/api/clans", get(clans))
         .route("/api/registrations", get(registrations))
         .fallback(not_found)
