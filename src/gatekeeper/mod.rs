@@ -24,7 +24,7 @@ mod registration;
 pub mod registry;
 pub mod retransmit;
 mod snapshot;
-mod stats;
+pub mod stats;
 pub mod topology;
 
 use std::collections::{BTreeSet, HashMap};
@@ -86,6 +86,25 @@ pub enum StartError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no C-LAN is named {0:?}")]
 pub struct UnknownClan(pub String);
+
+/// How much state the core holds (for `/metrics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    /// Registered endpoints.
+    pub registrations: usize,
+    /// GCF reservations not yet used.
+    pub reservations: usize,
+    /// TTS phones registered without a socket.
+    pub tts_pending: usize,
+    /// Gatekeeper-sent URQs waiting for their UCF.
+    pub pending_urqs: usize,
+    /// Deadlines held.
+    pub timers: usize,
+    /// Replies held for retransmissions.
+    pub cached_replies: usize,
+    /// Events dropped because they were not drained in time.
+    pub events_dropped: u64,
+}
 
 /// An endpoint that admin operations name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -365,6 +384,19 @@ impl Gatekeeper {
 
     fn disarm(&mut self, at: Instant, timer: Timer) {
         self.timers.remove(&(at, timer));
+    }
+
+    /// How much state the core holds now.
+    pub fn counts(&self) -> Counts {
+        Counts {
+            registrations: self.registry.len(),
+            reservations: self.reservations.len(),
+            tts_pending: self.tts_pending.len(),
+            pending_urqs: self.pending_urqs.len(),
+            timers: self.timers.len(),
+            cached_replies: self.retransmits.len(),
+            events_dropped: self.events.dropped,
+        }
     }
 
     /// Deadlines held (one per reservation, registration and unanswered URQ).

@@ -1,18 +1,60 @@
-//! The admin HTTP port (axum): the read-only JSON views of domain.md §8. Handlers never touch
-//! the gatekeeper; they ask the state task over a channel and wait for its answer.
+//! The admin HTTP port (axum): the JSON API of domain.md §8 and more, server-sent events, the
+//! Prometheus metrics and the live dashboard.
+//!
+//! Handlers never touch the gatekeeper: they ask the state task over a channel and await its
+//! answer, so a slow or stuck HTTP client holds only its own connection, never RAS.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /` | the dashboard page |
+//! | `GET /api/clans`, `/api/clans/{name}` | C-LAN loads |
+//! | `GET /api/regions` | per region: C-LANs, sockets, spill |
+//! | `GET /api/registrations?region=&clan=&alias=&tts=` | registrations, filtered |
+//! | `GET /api/placement?ip=&alias=` | dry run: where such a phone would go now |
+//! | `GET /api/events` | server-sent events, one JSON object each |
+//! | `POST /api/clans/{name}/service` `{"in_service": bool}` | into / out of service |
+//! | `POST /api/clans/{name}/cap` `{"max_sockets": n}` | change a cap |
+//! | `DELETE /api/registrations/{endpoint_id}` | unregister (gatekeeper-sent URQ) |
+//! | `GET /metrics` | Prometheus text format |
+//!
+//! Changes need `Authorization: Bearer TOKEN` when `[admin] token` is set: none → 401, a wrong
+//! one → 403. Errors are JSON: `{"error": "..."}` with 400, 401, 403, 404 or 503.
 
-use axum::extract::State;
-use axum::http::StatusCode;
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{delete, get, post};
 use axum::{Json, Router};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::StreamExt as _;
 
 use super::Query;
+use crate::config::pattern_matches;
+use crate::gatekeeper::events::Event;
+use crate::ras::Alias;
 
 /// Why an admin request failed, as a JSON body `{"error": "..."}`.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
+    /// A parameter or body is not what the route takes.
+    #[error("{0}")]
+    BadRequest(String),
+    /// A change was asked without the bearer token.
+    #[error("this change needs the admin token: send Authorization: Bearer TOKEN")]
+    NoToken,
+    /// A change was asked with a wrong token.
+    #[error("the admin token is wrong")]
+    WrongToken,
+    /// No such C-LAN, endpoint or route.
+    #[error("{0}")]
+    NotFound(String),
     /// The gatekeeper is shutting down.
     #[error("the gatekeeper is shutting down")]
     Unavailable,
@@ -21,67 +63,328 @@ pub enum AdminError {
 impl IntoResponse for AdminError {
     fn into_response(self) -> Response {
         let status = match self {
+            AdminError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AdminError::NoToken => StatusCode::UNAUTHORIZED,
+            AdminError::WrongToken => StatusCode::FORBIDDEN,
+            AdminError::NotFound(_) => StatusCode::NOT_FOUND,
             AdminError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         };
-        (
-            status,
-            Json(serde_json::json!({ "error": self.to_string() })),
-        )
-            .into_response()
+        let body = Json(serde_json::json!({ "error": self.to_string() }));
+        if status == StatusCode::UNAUTHORIZED {
+            (status, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
+        } else {
+            (status, body).into_response()
+        }
     }
 }
 
-type Queries = mpsc::Sender<Query>;
-
-async fn ask<T>(
-    queries: &Queries,
-    make: impl FnOnce(oneshot::Sender<T>) -> Query,
-) -> Result<T, AdminError> {
-    let (tx, rx) = oneshot::channel();
-    queries
-        .send(make(tx))
-        .await
-        .map_err(|_| AdminError::Unavailable)?;
-    rx.await.map_err(|_| AdminError::Unavailable)
+/// What every handler shares.
+#[derive(Clone)]
+struct Admin {
+    queries: mpsc::Sender<Query>,
+    events: broadcast::Sender<Arc<Event>>,
+    token: Option<Arc<str>>,
 }
 
-async fn clans(State(queries): State<Queries>) -> Result<impl IntoResponse, AdminError> {
-    Ok(Json(ask(&queries, Query::Clans).await?))
+impl Admin {
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Query,
+    ) -> Result<T, AdminError> {
+        let (tx, rx) = oneshot::channel();
+        self.queries
+            .send(make(tx))
+            .await
+            .map_err(|_| AdminError::Unavailable)?;
+        rx.await.map_err(|_| AdminError::Unavailable)
+    }
+
+    /// Checks the bearer token of a change.
+    fn authorize(&self, headers: &HeaderMap) -> Result<(), AdminError> {
+        let Some(token) = &self.token else {
+            return Ok(());
+        };
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .ok_or(AdminError::NoToken)?;
+        if constant_time_eq(given.trim().as_bytes(), token.as_bytes()) {
+            Ok(())
+        } else {
+            Err(AdminError::WrongToken)
+        }
+    }
 }
 
-async fn registrations(State(queries): State<Queries>) -> Result<impl IntoResponse, AdminError> {
-    Ok(Json(ask(&queries, Query::Registrations).await?))
+/// Compares without stopping at the first difference, so timing tells nothing of the token.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-async fn not_found() -> impl IntoResponse {
-    (
-        StatusCode::NOT_FOUND,
-        Json(
-            serde_json::json!({ "error": "no such admin endpoint (try /api/clans or /api/registrations)" }),
-        ),
-    )
+/// The key/value pairs of a query string (keys may repeat).
+fn pairs(query: &Option<String>) -> Vec<(String, String)> {
+    form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
 }
 
-/// The live dashboard: one self-contained page, served from the binary.
+fn unknown_parameter(key: &str, known: &[&str]) -> AdminError {
+    AdminError::BadRequest(format!(
+        "unknown parameter {key:?} (this route takes: {})",
+        known.join(", ")
+    ))
+}
+
+/// A JSON body of a change, with the problem named when it is not what the route takes.
+fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes, example: &str) -> Result<T, AdminError> {
+    serde_json::from_slice(bytes).map_err(|error| {
+        AdminError::BadRequest(format!("the body must be like {example}: {error}"))
+    })
+}
+
 const DASHBOARD: &str = include_str!("dashboard.html");
 
 async fn dashboard() -> impl IntoResponse {
     axum::response::Html(DASHBOARD)
 }
 
+async fn clans(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
+    Ok(Json(admin.ask(Query::Clans).await?))
+}
+
+async fn clan(
+    State(admin): State<Admin>,
+    Path(name): Path<String>,
+) -> Result<impl IntoResponse, AdminError> {
+    let clans = admin.ask(Query::Clans).await?;
+    clans
+        .into_iter()
+        .find(|clan| clan.name == name)
+        .map(Json)
+        .ok_or_else(|| AdminError::NotFound(format!("no C-LAN is named {name:?}")))
+}
+
+async fn regions(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
+    Ok(Json(admin.ask(Query::Regions).await?))
+}
+
+async fn registrations(
+    State(admin): State<Admin>,
+    RawQuery(query): RawQuery,
+) -> Result<impl IntoResponse, AdminError> {
+    const KNOWN: [&str; 4] = ["region", "clan", "alias", "tts"];
+    let (mut region, mut clan, mut alias, mut tts) = (None, None, None, None);
+    for (key, value) in pairs(&query) {
+        match key.as_str() {
+            "region" => {
+                region = Some(value.parse::<u16>().map_err(|_| {
+                    AdminError::BadRequest(format!("region={value:?} is not a region number"))
+                })?)
+            }
+            "clan" => clan = Some(value),
+            "alias" => alias = Some(value),
+            "tts" => {
+                tts = Some(value.parse::<bool>().map_err(|_| {
+                    AdminError::BadRequest(format!("tts={value:?} is neither true nor false"))
+                })?)
+            }
+            other => return Err(unknown_parameter(other, &KNOWN)),
+        }
+    }
+    if let Some(name) = &clan {
+        let clans = admin.ask(Query::Clans).await?;
+        if !clans.iter().any(|c| &c.name == name) {
+            return Err(AdminError::NotFound(format!("no C-LAN is named {name:?}")));
+        }
+    }
+    let all = admin.ask(Query::Registrations).await?;
+    let chosen: Vec<_> = all
+        .into_iter()
+        .filter(|r| region.is_none_or(|id| r.region == id))
+        .filter(|r| {
+            clan.as_ref()
+                .is_none_or(|name| r.clan.as_ref() == Some(name))
+        })
+        .filter(|r| {
+            alias
+                .as_ref()
+                .is_none_or(|pattern| r.aliases.iter().any(|a| pattern_matches(pattern, a)))
+        })
+        .filter(|r| tts.is_none_or(|tts| r.tts == tts))
+        .collect();
+    Ok(Json(chosen))
+}
+
+async fn placement(
+    State(admin): State<Admin>,
+    RawQuery(query): RawQuery,
+) -> Result<impl IntoResponse, AdminError> {
+    let mut ip = None;
+    let mut aliases = Vec::new();
+    for (key, value) in pairs(&query) {
+        match key.as_str() {
+            "ip" => {
+                ip = Some(value.parse::<IpAddr>().map_err(|_| {
+                    AdminError::BadRequest(format!("ip={value:?} is not an IP address"))
+                })?)
+            }
+            "alias" => {
+                // Digits are an extension (dialledDigits); anything else a name (h323-ID).
+                let alias = if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+                    Alias::dialled_digits(&value)
+                } else {
+                    Alias::h323_id(&value)
+                };
+                aliases.push(alias.map_err(|e| AdminError::BadRequest(format!("alias: {e}")))?);
+            }
+            other => return Err(unknown_parameter(other, &["ip", "alias"])),
+        }
+    }
+    let ip = ip.ok_or_else(|| {
+        AdminError::BadRequest(
+            "ip is required, e.g. /api/placement?ip=127.1.0.5&alias=50001".into(),
+        )
+    })?;
+    let answer = admin
+        .ask(|reply| Query::Placement { ip, aliases, reply })
+        .await?;
+    Ok(Json(answer))
+}
+
+async fn events(
+    State(admin): State<Admin>,
+) -> Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>> {
+    let stream = BroadcastStream::new(admin.events.subscribe()).filter_map(|event| {
+        // A watcher that fell behind skips what it missed (Lagged) and goes on.
+        let event = event.ok()?;
+        let data = serde_json::to_string(&*event).ok()?;
+        Some(Ok(SseEvent::default().data(data)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServiceChange {
+    in_service: bool,
+}
+
+async fn set_service(
+    State(admin): State<Admin>,
+    Path(clan): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<impl IntoResponse, AdminError> {
+    admin.authorize(&headers)?;
+    let change: ServiceChange = body(&bytes, r#"{"in_service": false}"#)?;
+    let result = admin
+        .ask(|reply| Query::SetInService {
+            clan,
+            in_service: change.in_service,
+            reply,
+        })
+        .await?;
+    result
+        .map(Json)
+        .map_err(|e| AdminError::NotFound(e.to_string()))
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CapChange {
+    max_sockets: u32,
+}
+
+async fn set_cap(
+    State(admin): State<Admin>,
+    Path(clan): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<impl IntoResponse, AdminError> {
+    admin.authorize(&headers)?;
+    let change: CapChange = body(&bytes, r#"{"max_sockets": 240}"#)?;
+    if change.max_sockets == 0 {
+        return Err(AdminError::BadRequest(
+            "max_sockets must be at least 1".into(),
+        ));
+    }
+    let result = admin
+        .ask(|reply| Query::SetCap {
+            clan,
+            max_sockets: change.max_sockets,
+            reply,
+        })
+        .await?;
+    result
+        .map(Json)
+        .map_err(|e| AdminError::NotFound(e.to_string()))
+}
+
+async fn unregister(
+    State(admin): State<Admin>,
+    Path(endpoint_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, AdminError> {
+    admin.authorize(&headers)?;
+    let id = endpoint_id.clone();
+    admin
+        .ask(|reply| Query::Unregister { endpoint_id, reply })
+        .await?
+        .map_err(|e| AdminError::NotFound(e.to_string()))?;
+    Ok(Json(serde_json::json!({ "unregistered": id })))
+}
+
+async fn metrics(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
+    let figures = admin.ask(Query::Metrics).await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        figures.render(),
+    ))
+}
+
+async fn not_found() -> AdminError {
+    AdminError::NotFound(
+        "no such admin route (see / for the dashboard, /api/clans, /api/regions, \
+         /api/registrations, /api/placement, /api/events, /metrics)"
+            .into(),
+    )
+}
+
 /// The admin routes.
-fn router(queries: Queries) -> Router {
+fn router(admin: Admin) -> Router {
     Router::new()
         .route("/", get(dashboard))
         .route("/api/clans", get(clans))
+        .route("/api/clans/{name}", get(clan))
+        .route("/api/clans/{name}/service", post(set_service))
+        .route("/api/clans/{name}/cap", post(set_cap))
+        .route("/api/regions", get(regions))
         .route("/api/registrations", get(registrations))
+        .route("/api/registrations/{endpoint_id}", delete(unregister))
+        .route("/api/placement", get(placement))
+        .route("/api/events", get(events))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
-        .with_state(queries)
+        .with_state(admin)
 }
 
 /// Serves the admin port until the task is aborted.
-pub(super) async fn serve(listener: tokio::net::TcpListener, queries: Queries) {
-    if let Err(error) = axum::serve(listener, router(queries)).await {
+pub(super) async fn serve(
+    listener: tokio::net::TcpListener,
+    queries: mpsc::Sender<Query>,
+    events: broadcast::Sender<Arc<Event>>,
+    token: Option<String>,
+) {
+    let admin = Admin {
+        queries,
+        events,
+        token: token.map(Arc::from),
+    };
+    if let Err(error) = axum::serve(listener, router(admin)).await {
         tracing::error!(%error, "admin port stopped");
     }
 }

@@ -11,21 +11,27 @@
 //! receive tasks only copy datagrams into the channel; the state task sends replies itself.
 
 mod admin;
+mod metrics;
 mod sockets;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
 use tokio::net::UdpSocket;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::config::Config;
 
-use crate::gatekeeper::{ClanView, Gatekeeper, RegistrationView, StartError, Transmit};
+use crate::gatekeeper::events::Event;
+use crate::gatekeeper::{
+    ClanView, Gatekeeper, Placement, RegionView, RegistrationView, StartError, Transmit,
+    UnknownClan, UnknownEndpoint,
+};
+use crate::ras::Alias;
 
 pub use admin::AdminError;
 
@@ -62,10 +68,31 @@ struct Datagram {
     payload: Bytes,
 }
 
-/// What the admin port asks the state task.
+/// What the admin port asks the state task (each with where to send the answer).
 pub(crate) enum Query {
     Clans(oneshot::Sender<Vec<ClanView>>),
+    Regions(oneshot::Sender<Vec<RegionView>>),
     Registrations(oneshot::Sender<Vec<RegistrationView>>),
+    Placement {
+        ip: IpAddr,
+        aliases: Vec<Alias>,
+        reply: oneshot::Sender<Placement>,
+    },
+    Metrics(oneshot::Sender<metrics::Figures>),
+    SetInService {
+        clan: String,
+        in_service: bool,
+        reply: oneshot::Sender<Result<ClanView, UnknownClan>>,
+    },
+    SetCap {
+        clan: String,
+        max_sockets: u32,
+        reply: oneshot::Sender<Result<ClanView, UnknownClan>>,
+    },
+    Unregister {
+        endpoint_id: String,
+        reply: oneshot::Sender<Result<(), UnknownEndpoint>>,
+    },
 }
 
 /// A server with every socket bound, ready to [`run`](Server::run).
@@ -162,12 +189,15 @@ impl Server {
         } = self;
         let (datagrams_tx, mut datagrams) = mpsc::channel::<Datagram>(8192);
         let (queries_tx, mut queries) = mpsc::channel::<Query>(256);
+        // Events for `/api/events`; a slow watcher lags and skips, it never holds the core.
+        let (events, _) = broadcast::channel::<Arc<Event>>(4096);
         let mut tasks = tokio::task::JoinSet::new();
         for (local, socket) in readers {
             tasks.spawn(receive(local, socket, datagrams_tx.clone()));
         }
         drop(datagrams_tx);
-        tasks.spawn(admin::serve(admin, queries_tx));
+        let token = gatekeeper.config().admin.token.clone();
+        tasks.spawn(admin::serve(admin, queries_tx, events.clone(), token));
         tracing::info!(
             discovery = %gatekeeper.config().gatekeeper.discovery,
             clans = gatekeeper.config().clans.len(),
@@ -199,7 +229,14 @@ impl Server {
                     let out = gatekeeper.handle_timeout(Instant::now());
                     send_all(&sockets, out).await;
                 }
-                Some(query) = queries.recv() => answer(&gatekeeper, query),
+                Some(query) = queries.recv() => {
+                    let out = answer(&mut gatekeeper, query);
+                    send_all(&sockets, out).await;
+                }
+            }
+            for event in gatekeeper.drain_events() {
+                // No watcher connected is not an error.
+                let _ = events.send(Arc::new(event));
             }
         }
         tasks.abort_all();
@@ -213,16 +250,65 @@ impl Server {
     }
 }
 
-fn answer(gatekeeper: &Gatekeeper, query: Query) {
+/// Answers an admin query; changes may have datagrams to send (URQs).
+fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
     // A dropped receiver means the HTTP client went away; nothing to do.
+    let now = Instant::now();
+    let view = |gatekeeper: &Gatekeeper, clan: usize| gatekeeper.clans().swap_remove(clan);
     match query {
         Query::Clans(reply) => {
             let _ = reply.send(gatekeeper.clans());
         }
+        Query::Regions(reply) => {
+            let _ = reply.send(gatekeeper.regions());
+        }
         Query::Registrations(reply) => {
             let _ = reply.send(gatekeeper.registrations());
         }
+        Query::Placement { ip, aliases, reply } => {
+            let _ = reply.send(gatekeeper.placement(ip, &aliases));
+        }
+        Query::Metrics(reply) => {
+            let _ = reply.send(metrics::Figures::of(gatekeeper));
+        }
+        Query::SetInService {
+            clan,
+            in_service,
+            reply,
+        } => match gatekeeper.clan_by_name(&clan) {
+            Ok(idx) => {
+                let out = gatekeeper.set_in_service(now, idx, in_service);
+                let _ = reply.send(Ok(view(gatekeeper, idx)));
+                return out;
+            }
+            Err(error) => {
+                let _ = reply.send(Err(error));
+            }
+        },
+        Query::SetCap {
+            clan,
+            max_sockets,
+            reply,
+        } => {
+            let result = gatekeeper.clan_by_name(&clan).map(|idx| {
+                gatekeeper.set_cap(idx, max_sockets);
+                view(gatekeeper, idx)
+            });
+            let _ = reply.send(result);
+        }
+        Query::Unregister { endpoint_id, reply } => {
+            match gatekeeper.unregister_endpoint(now, &endpoint_id) {
+                Ok(out) => {
+                    let _ = reply.send(Ok(()));
+                    return out;
+                }
+                Err(error) => {
+                    let _ = reply.send(Err(error));
+                }
+            }
+        }
     }
+    Vec::new()
 }
 
 async fn send_all(sockets: &HashMap<SocketAddr, Arc<UdpSocket>>, out: Vec<Transmit>) {

@@ -1,0 +1,213 @@
+//! `GET /metrics` in the Prometheus text exposition format (version 0.0.4).
+//!
+//! The core already keeps every counter (`Stats`), so this renders a copy of them taken by
+//! the state task instead of mirroring them in an exporter crate's registry: one source of
+//! truth, nothing to keep in step. The format is small and fixed; `tests/admin.rs` reads the
+//! output back with a Prometheus text-format parser.
+
+use std::fmt::Write as _;
+
+use crate::gatekeeper::stats::LATENCY_BOUNDS_US;
+use crate::gatekeeper::{ClanView, Counts, Gatekeeper, Stats};
+use crate::ras::MessageKind;
+
+/// What `/metrics` shows, copied out of the gatekeeper in one go.
+pub(crate) struct Figures {
+    stats: Stats,
+    clans: Vec<ClanView>,
+    counts: Counts,
+}
+
+impl Figures {
+    pub(crate) fn of(gatekeeper: &Gatekeeper) -> Figures {
+        Figures {
+            stats: gatekeeper.stats().clone(),
+            clans: gatekeeper.clans(),
+            counts: gatekeeper.counts(),
+        }
+    }
+
+    /// The exposition text.
+    pub(crate) fn render(&self) -> String {
+        let mut out = String::new();
+        let clan_labels = |clan: &ClanView| {
+            format!(
+                "clan=\"{}\",region=\"{}\",node=\"{}\",kind=\"{}\"",
+                escape(&clan.name),
+                clan.region,
+                escape(&clan.node),
+                match clan.kind {
+                    crate::config::ClanKind::Clan => "clan",
+                    crate::config::ClanKind::Pe => "pe",
+                }
+            )
+        };
+        let gauges: [(&str, &str, fn(&ClanView) -> u64); 4] = [
+            ("rasgk_clan_sockets", "Sockets in use on a C-LAN.", |c| {
+                c.sockets.into()
+            }),
+            ("rasgk_clan_reserved", "GCF reservations on a C-LAN.", |c| {
+                c.reserved.into()
+            }),
+            ("rasgk_clan_max_sockets", "A C-LAN's socket cap.", |c| {
+                c.max_sockets.into()
+            }),
+            (
+                "rasgk_clan_in_service",
+                "1 when a C-LAN is in service.",
+                |c| c.in_service.into(),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            header(&mut out, name, help, "gauge");
+            for clan in &self.clans {
+                let _ = writeln!(out, "{name}{{{}}} {}", clan_labels(clan), value(clan));
+            }
+        }
+        for (name, help, counts) in [
+            (
+                "rasgk_ras_received_total",
+                "RAS messages received, by type.",
+                &self.stats.received,
+            ),
+            (
+                "rasgk_ras_sent_total",
+                "RAS messages sent, by type.",
+                &self.stats.sent,
+            ),
+        ] {
+            header(&mut out, name, help, "counter");
+            for kind in MessageKind::ALL {
+                let _ = writeln!(out, "{name}{{type=\"{kind}\"}} {}", counts[kind as usize]);
+            }
+        }
+        header(
+            &mut out,
+            "rasgk_rejects_total",
+            "Rejects sent, by message and reason.",
+            "counter",
+        );
+        for (key, count) in &self.stats.rejects {
+            let (message, reason) = key.split_once(' ').unwrap_or((key, ""));
+            let _ = writeln!(
+                out,
+                "rasgk_rejects_total{{message=\"{}\",reason=\"{}\"}} {count}",
+                escape(message),
+                escape(reason)
+            );
+        }
+        let s = &self.stats;
+        for (name, help, value) in [
+            (
+                "rasgk_decode_failures_total",
+                "Datagrams that did not decode.",
+                s.decode_failures,
+            ),
+            (
+                "rasgk_encode_failures_total",
+                "Replies that could not be encoded.",
+                s.encode_failures,
+            ),
+            (
+                "rasgk_retransmissions_total",
+                "Requests answered from the retransmission cache.",
+                s.retransmissions,
+            ),
+            (
+                "rasgk_registrations_total",
+                "Full registrations accepted.",
+                s.registrations,
+            ),
+            (
+                "rasgk_keep_alives_total",
+                "Lightweight RRQs accepted.",
+                s.keep_alives,
+            ),
+            (
+                "rasgk_unregistrations_total",
+                "URQs from endpoints accepted.",
+                s.unregistrations,
+            ),
+            (
+                "rasgk_registrations_expired_total",
+                "Registrations that ran out of TTL.",
+                s.registrations_expired,
+            ),
+            (
+                "rasgk_reservations_expired_total",
+                "GCF reservations that ran out unused.",
+                s.reservations_expired,
+            ),
+            (
+                "rasgk_events_dropped_total",
+                "Events dropped before anyone read them.",
+                self.counts.events_dropped,
+            ),
+        ] {
+            header(&mut out, name, help, "counter");
+            let _ = writeln!(out, "{name} {value}");
+        }
+        let c = &self.counts;
+        for (name, help, value) in [
+            (
+                "rasgk_registrations",
+                "Registered endpoints.",
+                c.registrations,
+            ),
+            (
+                "rasgk_reservations",
+                "GCF reservations not yet used.",
+                c.reservations,
+            ),
+            (
+                "rasgk_tts_pending",
+                "TTS phones registered without a socket.",
+                c.tts_pending,
+            ),
+            (
+                "rasgk_pending_urqs",
+                "Gatekeeper-sent URQs waiting for UCF.",
+                c.pending_urqs,
+            ),
+            (
+                "rasgk_cached_replies",
+                "Replies held for retransmissions.",
+                c.cached_replies,
+            ),
+        ] {
+            header(&mut out, name, help, "gauge");
+            let _ = writeln!(out, "{name} {value}");
+        }
+        let name = "rasgk_registration_latency_seconds";
+        header(
+            &mut out,
+            name,
+            "From the GRQ that reserved a place to the RCF of the RRQ that used it.",
+            "histogram",
+        );
+        let histogram = &self.stats.registration_latency;
+        let mut cumulative = 0;
+        for (bound, count) in LATENCY_BOUNDS_US.iter().zip(&histogram.buckets) {
+            cumulative += count;
+            let le = *bound as f64 / 1e6;
+            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
+        }
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", histogram.count);
+        let _ = writeln!(out, "{name}_sum {}", histogram.sum_us as f64 / 1e6);
+        let _ = writeln!(out, "{name}_count {}", histogram.count);
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
