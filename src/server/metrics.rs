@@ -11,6 +11,9 @@ use crate::gatekeeper::stats::LATENCY_BOUNDS_US;
 use crate::gatekeeper::{ClanView, Counts, Gatekeeper, Stats};
 use crate::ras::MessageKind;
 
+/// A per-C-LAN gauge: name, help, how to read it.
+type Gauge = (&'static str, &'static str, fn(&ClanView) -> u64);
+
 /// What `/metrics` shows, copied out of the gatekeeper in one go.
 pub(crate) struct Figures {
     stats: Stats,
@@ -42,7 +45,7 @@ impl Figures {
                 }
             )
         };
-        let gauges: [(&str, &str, fn(&ClanView) -> u64); 4] = [
+        let gauges: [Gauge; 4] = [
             ("rasgk_clan_sockets", "Sockets in use on a C-LAN.", |c| {
                 c.sockets.into()
             }),
