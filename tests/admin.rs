@@ -1,0 +1,458 @@
+//! The admin port against the gatekeeper's state, over real sockets: `rasgk serve`, phones
+//! registering over UDP, and every admin route checked — views, filters, the dry run, the
+//! token rule, errors as JSON, server-sent events, `/metrics` read by a Prometheus parser,
+//! and RAS still answered while many slow admin connections hang on.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rasgk::phone::{Answer, Phone};
+use serde_json::Value;
+use support::server::{http_get, Served, UdpPhone};
+
+const TOKEN: &str = "s3cret-admin";
+
+fn addr(text: &str) -> SocketAddr {
+    text.parse().unwrap()
+}
+
+/// A lab on 127.0.N.x: discovery .1, admin .1:7000, region 1 with a, b (cap 5) and region 2
+/// with c (cap 5); phones with extensions 5… are TTS. With `token`, changes need it.
+struct Lab {
+    served: Served,
+    net: u8,
+    _dir: TempDir,
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Lab {
+    fn start(net: u8, token: bool) -> Lab {
+        let dir = std::env::temp_dir().join(format!("rasgk-admin-{}-{net}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let token = if token {
+            format!("token = \"{TOKEN}\"")
+        } else {
+            String::new()
+        };
+        let config = format!(
+            r#"
+[gatekeeper]
+discovery = "127.0.{net}.1:1719"
+seed = 4
+[admin]
+listen = "127.0.{net}.1:7000"
+{token}
+[[region]]
+id = 1
+name = "hq"
+networks = ["127.1.0.0/16"]
+[[region]]
+id = 2
+name = "branch"
+networks = ["127.2.0.0/16"]
+[[link]]
+regions = [1, 2]
+kind = "direct"
+[[clan]]
+name = "a"
+region = 1
+address = "127.0.{net}.11:1719"
+max_sockets = 5
+[[clan]]
+name = "b"
+region = 1
+address = "127.0.{net}.12:1719"
+max_sockets = 5
+[[clan]]
+name = "c"
+region = 2
+address = "127.0.{net}.21:1719"
+max_sockets = 5
+[[tts]]
+aliases = ["5*"]
+"#
+        );
+        let path = dir.join("admin.toml");
+        std::fs::write(&path, config).unwrap();
+        let admin = SocketAddr::from(([127, 0, net, 1], 7000));
+        let served = Served::start(&["--config", path.to_str().unwrap()], admin);
+        Lab {
+            served,
+            net,
+            _dir: TempDir(dir),
+        }
+    }
+
+    fn discovery(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, self.net, 1], 1719))
+    }
+
+    fn register(&self, region: u8, n: u8, extension: u32) -> UdpPhone {
+        let mut p = UdpPhone::bind(Phone::extension(
+            extension,
+            SocketAddr::from(([127, region, self.net, n], 0)),
+        ));
+        match p.register(self.discovery()) {
+            (_, Some(Answer::Rcf { .. })) => p,
+            other => panic!("phone {extension}: {other:?}"),
+        }
+    }
+
+    fn get(&self, path: &str) -> Value {
+        self.served.get_json(path)
+    }
+
+    /// (status, JSON body) of any request.
+    fn request(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, Value) {
+        let mut stream = TcpStream::connect(self.served.admin).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let json = serde_json::from_str(body.trim())
+            .unwrap_or_else(|e| panic!("{method} {path}: body is not JSON ({e}): {body:?}"));
+        (status, json)
+    }
+}
+
+fn sockets_of(clans: &Value) -> BTreeMap<String, u64> {
+    clans
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["sockets"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn views_and_filters_match_the_registrations() {
+    let lab = Lab::start(13, false);
+    // The dry run first: it must say exactly what then happens, and change nothing.
+    let dry = lab.get("/api/placement?ip=127.1.13.1&alias=60001");
+    assert_eq!(lab.get("/api/clans"), lab.get("/api/clans"));
+    assert_eq!(dry["region"], 1);
+    assert_eq!(dry["tts"], false);
+    let first = lab.register(1, 1, 60_001);
+    let registrations = lab.get("/api/registrations");
+    assert_eq!(registrations[0]["clan"], dry["gcf"]);
+    assert_eq!(registrations[0]["agl"], dry["agl"]);
+    let tts_dry = lab.get("/api/placement?ip=127.2.13.9&alias=50009");
+    assert_eq!(tts_dry["tts"], true);
+    assert_eq!(tts_dry["region"], 2);
+
+    let mut phones = vec![first];
+    phones.push(lab.register(1, 2, 60_002));
+    phones.push(lab.register(1, 3, 50_003)); // TTS
+    phones.push(lab.register(2, 4, 60_004));
+    phones.push(lab.register(2, 5, 50_005)); // TTS
+    let clans = lab.get("/api/clans");
+    let sockets = sockets_of(&clans);
+    assert_eq!(sockets.values().sum::<u64>(), 5);
+    assert_eq!(lab.get("/api/clans/c")["sockets"], sockets["c"]);
+
+    let regions = lab.get("/api/regions");
+    assert_eq!(regions[0]["clans"], serde_json::json!(["a", "b"]));
+    assert_eq!(regions[0]["sockets"], sockets["a"] + sockets["b"]);
+    assert_eq!(regions[1]["sockets"], sockets["c"]);
+    assert_eq!(regions[0]["home_phones"], 3);
+    assert_eq!(regions[1]["home_phones"], 2);
+    assert_eq!(regions[0]["direct"], serde_json::json!([2]));
+
+    let count = |query: &str| {
+        lab.get(&format!("/api/registrations{query}"))
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(count(""), 5);
+    assert_eq!(count("?region=1"), 3);
+    assert_eq!(count("?region=2&tts=true"), 1);
+    assert_eq!(count("?tts=false"), 3);
+    assert_eq!(count("?alias=5*"), 2);
+    assert_eq!(count("?alias=60001"), 1);
+    assert_eq!(count("?clan=a") as u64, sockets["a"]);
+    assert_eq!(count("?region=3"), 0);
+
+    for (path, status) in [
+        ("/api/registrations?region=x", 400),
+        ("/api/registrations?tts=maybe", 400),
+        ("/api/registrations?colour=red", 400),
+        ("/api/registrations?clan=zz", 404),
+        ("/api/clans/zz", 404),
+        ("/api/placement", 400),
+        ("/api/placement?ip=300.1.1.1", 400),
+        ("/api/nothing", 404),
+    ] {
+        let (code, body) = lab.request("GET", path, None, "");
+        assert_eq!(code, status, "GET {path}: {body}");
+        assert!(
+            body["error"].as_str().is_some_and(|e| !e.is_empty()),
+            "GET {path}: {body}"
+        );
+    }
+    drop(phones);
+}
+
+#[test]
+fn changes_need_the_token_and_do_what_they_say() {
+    let lab = Lab::start(14, true);
+    let mut on_a = lab.register(1, 1, 60_001);
+    assert_eq!(lab.get("/api/registrations")[0]["clan"], "a");
+    let service = "/api/clans/a/service";
+    let out = r#"{"in_service": false}"#;
+    let (code, body) = lab.request("POST", service, None, out);
+    assert_eq!(code, 401, "{body}");
+    let (code, body) = lab.request("POST", service, Some("wrong"), out);
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        lab.get("/api/clans/a")["in_service"],
+        true,
+        "refused changes change nothing"
+    );
+    for (path, body) in [
+        (service, "{}"),
+        (service, "not json"),
+        ("/api/clans/a/cap", r#"{"max_sockets": 0}"#),
+        ("/api/clans/a/cap", r#"{"max_sockets": -3}"#),
+    ] {
+        let (code, reply) = lab.request("POST", path, Some(TOKEN), body);
+        assert_eq!(code, 400, "POST {path} {body}: {reply}");
+        assert!(reply["error"].is_string());
+    }
+    let (code, _) = lab.request("POST", "/api/clans/zz/service", Some(TOKEN), out);
+    assert_eq!(code, 404);
+
+    // Out of service: the phone on it gets a URQ over UDP, and its socket is gone.
+    let (code, clan) = lab.request("POST", service, Some(TOKEN), out);
+    assert_eq!(code, 200);
+    assert_eq!(clan["in_service"], false);
+    assert_eq!(clan["sockets"], 0);
+    let mut buffer = [0u8; 2048];
+    let (len, from) = on_a.socket.recv_from(&mut buffer).expect("a URQ");
+    assert_eq!(from, SocketAddr::from(([127, 0, 14, 11], 1719)));
+    match Answer::read(&buffer[..len]).unwrap() {
+        Answer::Urq { seq, agl } => {
+            assert!(
+                !agl.is_empty() && !agl.contains(&from),
+                "new AGL without a: {agl:?}"
+            );
+            let ucf = on_a.phone.ucf(seq);
+            on_a.socket.send_to(&ucf, from).unwrap();
+        }
+        other => panic!("URQ expected, got {other:?}"),
+    }
+    assert_eq!(lab.get("/api/registrations").as_array().unwrap().len(), 0);
+
+    let (code, clan) = lab.request(
+        "POST",
+        "/api/clans/b/cap",
+        Some(TOKEN),
+        r#"{"max_sockets": 1}"#,
+    );
+    assert_eq!(code, 200, "{clan}");
+    assert_eq!(clan["max_sockets"], 1);
+    let mut second = lab.register(1, 2, 60_002);
+    let id = lab.get("/api/registrations")[0]["endpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/api/registrations/{id}");
+    assert_eq!(lab.request("DELETE", &path, None, "").0, 401);
+    let (code, body) = lab.request("DELETE", &path, Some(TOKEN), "");
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        second.socket.recv_from(&mut buffer).is_ok(),
+        "the endpoint gets its URQ"
+    );
+    assert_eq!(lab.request("DELETE", &path, Some(TOKEN), "").0, 404);
+    second.phone.endpoint_id = None;
+}
+
+#[test]
+fn events_stream_what_happens() {
+    let lab = Lab::start(15, false);
+    let mut stream = TcpStream::connect(lab.served.admin).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    // Headers first.
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        if line.trim().is_empty() {
+            break;
+        }
+        if line.to_ascii_lowercase().starts_with("content-type") {
+            assert!(line.contains("text/event-stream"), "{line}");
+        }
+    }
+    let _phone = lab.register(2, 1, 50_001);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    while Instant::now() < deadline && !seen.iter().any(|e: &Value| e["type"] == "registered") {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        // Chunked framing lines and keep-alives are not data lines.
+        if let Some(data) = line.trim().strip_prefix("data:") {
+            seen.push(serde_json::from_str(data.trim()).unwrap());
+        }
+    }
+    let registered = seen
+        .iter()
+        .find(|e| e["type"] == "registered")
+        .unwrap_or_else(|| panic!("no registered event: {seen:?}"));
+    assert_eq!(registered["aliases"], serde_json::json!(["50001"]));
+    assert_eq!(registered["region"], 2);
+    assert_eq!(registered["tts"], true);
+    assert_eq!(registered["clan"], "c");
+}
+
+#[test]
+fn metrics_parse_and_match_the_state() {
+    let lab = Lab::start(16, false);
+    let _phones: Vec<UdpPhone> = (1..=4)
+        .map(|n| lab.register(1, n, 60_000 + u32::from(n)))
+        .collect();
+    let (status, text) = http_get(lab.served.admin, "/metrics").unwrap();
+    assert_eq!(status, 200);
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let value = |name: &str, label: Option<(&str, &str)>| -> f64 {
+        let sample = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+            .unwrap_or_else(|| panic!("no sample {name} {label:?}"));
+        match &sample.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => *v,
+            other => panic!("{name}: {other:?}"),
+        }
+    };
+    let sockets = sockets_of(&lab.get("/api/clans"));
+    for (clan, count) in &sockets {
+        assert_eq!(
+            value("rasgk_clan_sockets", Some(("clan", clan))),
+            *count as f64
+        );
+        assert_eq!(value("rasgk_clan_max_sockets", Some(("clan", clan))), 5.0);
+    }
+    assert_eq!(
+        value("rasgk_ras_received_total", Some(("type", "GRQ"))),
+        4.0
+    );
+    assert_eq!(value("rasgk_ras_sent_total", Some(("type", "RCF"))), 4.0);
+    assert_eq!(value("rasgk_registrations", None), 4.0);
+    assert_eq!(value("rasgk_decode_failures_total", None), 0.0);
+    let histogram = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "rasgk_registration_latency_seconds")
+        .expect("the latency histogram");
+    match &histogram.value {
+        prometheus_parse::Value::Histogram(buckets) => {
+            let inf = buckets.iter().find(|b| b.less_than.is_infinite()).unwrap();
+            assert_eq!(inf.count, 4.0, "every registration used its reservation");
+        }
+        other => panic!("histogram expected, got {other:?}"),
+    }
+    // Every line is a comment or `name{labels} value`.
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (_, number) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line}"));
+        assert!(number.parse::<f64>().is_ok(), "not a sample line: {line}");
+    }
+    // A datagram that does not decode is counted.
+    let junk = std::net::UdpSocket::bind("127.1.16.99:0").unwrap();
+    junk.send_to(b"\xff\x00junk", lab.discovery()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, text) = http_get(lab.served.admin, "/metrics").unwrap();
+        if text.lines().any(|l| l == "rasgk_decode_failures_total 1") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the decode failure was not counted"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn slow_admin_connections_never_hold_up_ras() {
+    let lab = Lab::start(17, false);
+    // 200 connections that send half a request and stall, and 20 that subscribe to the
+    // events and never read them.
+    let mut stalled = Vec::new();
+    for i in 0..220 {
+        let mut stream = TcpStream::connect(lab.served.admin).unwrap();
+        if i < 200 {
+            stream
+                .write_all(b"GET /api/registrations HTTP/1.1\r\nHost: x\r\n")
+                .unwrap();
+        } else {
+            stream
+                .write_all(b"GET /api/events HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+        }
+        stalled.push(stream);
+    }
+    let started = Instant::now();
+    // 15 phones fill the three caps of 5; 45 more GRQs are answered GRJ.
+    let phones: Vec<UdpPhone> = (1..=15)
+        .map(|n| lab.register(if n % 2 == 0 { 1 } else { 2 }, n, 60_000 + u32::from(n)))
+        .collect();
+    for n in 16..=60u8 {
+        let mut p = UdpPhone::bind(Phone::extension(
+            60_000 + u32::from(n),
+            SocketAddr::from(([127, 1, 17, n], 0)),
+        ));
+        let grq = p.phone.grq();
+        match p.ask(lab.discovery(), &grq) {
+            Answer::Grj { reason, .. } => assert_eq!(reason, "resourceUnavailable"),
+            other => panic!("GRJ expected, got {other:?}"),
+        }
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "60 RAS exchanges took {:?} with stalled admin connections",
+        started.elapsed()
+    );
+    // The admin port itself still answers, and agrees.
+    let registrations = lab.get("/api/registrations");
+    assert_eq!(registrations.as_array().unwrap().len(), phones.len());
+    drop(stalled);
+}
