@@ -17,10 +17,6 @@ use support::server::{http_get, Served, UdpPhone};
 
 const TOKEN: &str = "s3cret-admin";
 
-fn addr(text: &str) -> SocketAddr {
-    text.parse().unwrap()
-}
-
 /// A lab on 127.0.N.x: discovery .1, admin .1:7000, region 1 with a, b (cap 5) and region 2
 /// with c (cap 5); phones with extensions 5… are TTS. With `token`, changes need it.
 struct Lab {
@@ -226,7 +222,7 @@ fn views_and_filters_match_the_registrations() {
 #[test]
 fn changes_need_the_token_and_do_what_they_say() {
     let lab = Lab::start(14, true);
-    let mut on_a = lab.register(1, 1, 60_001);
+    let on_a = lab.register(1, 1, 60_001);
     assert_eq!(lab.get("/api/registrations")[0]["clan"], "a");
     let service = "/api/clans/a/service";
     let out = r#"{"in_service": false}"#;
