@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod browser;
 pub mod captures;
 pub mod messages;
 pub mod server;
