@@ -9,6 +9,7 @@
 //! - [`ras`]: H.225.0 RAS messages on the wire (ALIGNED PER), generated from `asn1/`.
 //! - [`pcap`]: reading and writing captures of UDP datagrams.
 //! - [`server`]: the tokio glue: UDP sockets per C-LAN, the admin port, shutdown.
+//! - [`status`]: `rasgk status`, the admin port's views as a terminal table.
 //! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
 
 pub mod config;
@@ -18,3 +19,4 @@ pub mod pcap;
 pub mod phone;
 pub mod ras;
 pub mod server;
+pub mod status;

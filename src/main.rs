@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use rasgk::{config, inspect, pcap, server};
+use rasgk::{config, inspect, pcap, server, status as admin_status};
 
 #[derive(Parser)]
 #[command(
@@ -47,6 +47,23 @@ enum Command {
         /// Log filter: error, warn, info, debug, trace, or a tracing directive.
         #[arg(long, value_name = "FILTER")]
         log: Option<String>,
+    },
+    /// Show the socket load of a running gatekeeper: per region its totals and spill, per
+    /// C-LAN its sockets, reservations and cap as a bar.
+    ///
+    /// Reads /api/clans and /api/regions of the admin port. Exit status 0, or 2 when the
+    /// admin port cannot be reached.
+    ///
+    /// Examples:
+    ///   rasgk status
+    ///   rasgk status --admin 127.0.9.1:7000 --watch 1
+    Status {
+        /// The admin port (host:port or http://host:port).
+        #[arg(long, value_name = "URL", default_value = "127.0.0.1:7000")]
+        admin: String,
+        /// Refresh every SECONDS until interrupted.
+        #[arg(long, value_name = "SECONDS")]
+        watch: Option<f64>,
     },
     /// Check a configuration file and summarise it; exit status 0 when it is good, 2 when not.
     ///
@@ -94,6 +111,7 @@ fn main() -> ExitCode {
             serve(config.as_deref(), log.as_deref())
         }
         Command::CheckConfig { file } => check_config(&file),
+        Command::Status { admin, watch } => status(&admin, watch),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
     }
 }
@@ -211,6 +229,40 @@ fn check_config(file: &std::path::Path) -> ExitCode {
         Err(error) => {
             eprintln!("{error}");
             ExitCode::from(2)
+        }
+    }
+}
+
+fn status(admin: &str, watch: Option<f64>) -> ExitCode {
+    let address = match admin_status::admin_address(admin) {
+        Ok(address) => address,
+        Err(error) => {
+            eprintln!("rasgk status: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(seconds) = watch {
+        if !(seconds.is_finite() && seconds > 0.0) {
+            eprintln!("rasgk status: --watch {seconds} must be a number of seconds above 0");
+            return ExitCode::from(2);
+        }
+    }
+    loop {
+        match admin_status::fetch(address) {
+            Ok((clans, regions)) => {
+                if watch.is_some() {
+                    print!("\x1b[H\x1b[2J"); // home and clear, like watch(1)
+                }
+                print!("{}", admin_status::render(&clans, &regions));
+            }
+            Err(error) => {
+                eprintln!("rasgk status: {error}");
+                return ExitCode::from(2);
+            }
+        }
+        match watch {
+            Some(seconds) => std::thread::sleep(std::time::Duration::from_secs_f64(seconds)),
+            None => return ExitCode::SUCCESS,
         }
     }
 }

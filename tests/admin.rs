@@ -199,6 +199,29 @@ fn views_and_filters_match_the_registrations() {
     assert_eq!(count("?clan=a") as u64, sockets["a"]);
     assert_eq!(count("?region=3"), 0);
 
+    // `rasgk status` shows the same numbers.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args(["status", "--admin", &lab.served.admin.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    for (clan, count) in &sockets {
+        let line = table
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{clan} ")))
+            .unwrap_or_else(|| panic!("no line for {clan}: {table}"));
+        assert!(line.contains(&format!(" {count} +0   / 5 ")), "{line}");
+    }
+    assert!(table.contains("region 1 hq  sockets"), "{table}");
+    assert!(
+        table.contains(&format!(
+            "total  sockets {}/15",
+            sockets.values().sum::<u64>()
+        )),
+        "{table}"
+    );
+
     for (path, status) in [
         ("/api/registrations?region=x", 400),
         ("/api/registrations?tts=maybe", 400),

@@ -1,0 +1,248 @@
+//! `rasgk status`: the admin port's C-LAN and region views as a terminal table.
+//!
+//! It talks plain HTTP/1.1 to the admin port with the standard library only: one GET per
+//! view, `Connection: close`; the admin port is ours and loopback by default, so no TLS,
+//! proxies or redirects are involved.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::gatekeeper::{ClanView, RegionView};
+
+/// Why the admin port could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// The address is not `host:port` or `http://host:port`.
+    #[error("--admin {0:?} is not host:port or http://host:port")]
+    BadAddress(String),
+    /// Nothing answered.
+    #[error(
+        "cannot reach the admin port at {address}: {source} (is `rasgk serve` running there?)"
+    )]
+    Unreachable {
+        /// Where.
+        address: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// It answered, but not with what `rasgk serve` sends.
+    #[error("{address}{path}: {reason}")]
+    BadAnswer {
+        /// Where.
+        address: String,
+        /// Which view.
+        path: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// The admin port's address from `host:port` or `http://host:port[/]`.
+pub fn admin_address(text: &str) -> Result<SocketAddr, StatusError> {
+    let bare = text
+        .strip_prefix("http://")
+        .unwrap_or(text)
+        .trim_end_matches('/');
+    bare.to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or_else(|| StatusError::BadAddress(text.to_string()))
+}
+
+fn get(address: SocketAddr, path: &'static str) -> Result<String, StatusError> {
+    let unreachable = |source| StatusError::Unreachable {
+        address: address.to_string(),
+        source,
+    };
+    let bad = |reason: String| StatusError::BadAnswer {
+        address: address.to_string(),
+        path,
+        reason,
+    };
+    let mut stream =
+        TcpStream::connect_timeout(&address, Duration::from_secs(3)).map_err(unreachable)?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(unreachable)?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
+    )
+    .map_err(unreachable)?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).map_err(unreachable)?;
+    let text = String::from_utf8(response).map_err(|_| bad("the answer is not UTF-8".into()))?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| bad("the answer is not HTTP".into()))?;
+    let status = head.split_whitespace().nth(1).unwrap_or("?");
+    if status != "200" {
+        return Err(bad(format!("HTTP status {status}: {}", body.trim())));
+    }
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return unchunk(body).ok_or_else(|| bad("broken chunked encoding".into()));
+    }
+    Ok(body.to_string())
+}
+
+fn unchunk(mut rest: &str) -> Option<String> {
+    let mut out = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        out.push_str(after.get(..size)?);
+        rest = after.get(size..)?.strip_prefix("\r\n")?;
+    }
+}
+
+/// Reads both views from the admin port.
+pub fn fetch(address: SocketAddr) -> Result<(Vec<ClanView>, Vec<RegionView>), StatusError> {
+    let parse = |path: &'static str| -> Result<String, StatusError> { get(address, path) };
+    let bad = |path: &'static str, error: serde_json::Error| StatusError::BadAnswer {
+        address: address.to_string(),
+        path,
+        reason: format!("not the JSON rasgk serve sends: {error}"),
+    };
+    let clans = serde_json::from_str(&parse("/api/clans")?).map_err(|e| bad("/api/clans", e))?;
+    let regions =
+        serde_json::from_str(&parse("/api/regions")?).map_err(|e| bad("/api/regions", e))?;
+    Ok((clans, regions))
+}
+
+/// A bar of `width` cells: `█` for sockets, `▒` for reservations, `·` for free places.
+fn bar(sockets: u32, reserved: u32, cap: u32, width: usize) -> String {
+    let cells = |n: u32| -> usize {
+        if cap == 0 {
+            0
+        } else {
+            ((u64::from(n) * width as u64 + u64::from(cap) - 1) / u64::from(cap)) as usize
+        }
+    };
+    let used = cells(sockets).min(width);
+    let held = cells(sockets + reserved).min(width).saturating_sub(used);
+    format!(
+        "{}{}{}",
+        "█".repeat(used),
+        "▒".repeat(held),
+        "·".repeat(width - used - held)
+    )
+}
+
+/// The table: per region its totals and spill, then one line per C-LAN.
+pub fn render(clans: &[ClanView], regions: &[RegionView]) -> String {
+    let mut out = String::new();
+    let name_width = clans.iter().map(|c| c.name.len()).max().unwrap_or(5).max(5);
+    let address_width = clans
+        .iter()
+        .map(|c| c.address.to_string().len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    for region in regions {
+        let spill: Vec<String> = region
+            .spill_to
+            .iter()
+            .map(|(to, n)| format!("{n} → region {to}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "region {} {}  sockets {}/{}  reserved {}  home phones {}{}",
+            region.id,
+            region.name,
+            region.sockets,
+            region.max_sockets,
+            region.reserved,
+            region.home_phones,
+            if spill.is_empty() {
+                String::new()
+            } else {
+                format!("  spill: {}", spill.join(", "))
+            }
+        );
+        for clan in clans.iter().filter(|c| c.region == region.id) {
+            let state = if clan.in_service { "in service" } else { "OUT" };
+            let percent = if clan.max_sockets == 0 {
+                0.0
+            } else {
+                f64::from(clan.sockets + clan.reserved) * 100.0 / f64::from(clan.max_sockets)
+            };
+            let kind = match clan.kind {
+                crate::config::ClanKind::Clan => "clan",
+                crate::config::ClanKind::Pe => "pe",
+            };
+            let _ = writeln!(
+                out,
+                "  {:<name_width$}  {:<address_width$}  p{}  {:<4}  {:<10}  {:>5} +{:<3} / {:<5} {} {:>5.1}%",
+                clan.name,
+                clan.address.to_string(),
+                clan.priority,
+                kind,
+                state,
+                clan.sockets,
+                clan.reserved,
+                clan.max_sockets,
+                bar(clan.sockets, clan.reserved, clan.max_sockets, 20),
+                percent,
+            );
+        }
+    }
+    let sockets: u32 = clans.iter().map(|c| c.sockets).sum();
+    let reserved: u32 = clans.iter().map(|c| c.reserved).sum();
+    let cap: u32 = clans
+        .iter()
+        .filter(|c| c.in_service)
+        .map(|c| c.max_sockets)
+        .sum();
+    let _ = writeln!(
+        out,
+        "total  sockets {sockets}/{cap}  reserved {reserved}  C-LANs {} ({} in service)",
+        clans.len(),
+        clans.iter().filter(|c| c.in_service).count()
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_round_up_and_fill_exactly() {
+        assert_eq!(bar(0, 0, 480, 4), "····");
+        assert_eq!(bar(1, 0, 480, 4), "█···");
+        assert_eq!(bar(480, 0, 480, 4), "████");
+        assert_eq!(bar(240, 120, 480, 4), "██▒·");
+        assert_eq!(
+            bar(500, 0, 480, 4),
+            "████",
+            "over the cap after a cap change"
+        );
+    }
+
+    #[test]
+    fn addresses_with_or_without_scheme() {
+        assert_eq!(admin_address("127.0.0.1:7000").unwrap().port(), 7000);
+        assert_eq!(
+            admin_address("http://127.0.0.1:7000/").unwrap().port(),
+            7000
+        );
+        assert!(admin_address("127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn chunked_bodies() {
+        assert_eq!(
+            unchunk("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").as_deref(),
+            Some("abcde")
+        );
+        assert_eq!(unchunk("5\r\nab"), None);
+    }
+}
