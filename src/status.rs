@@ -123,7 +123,7 @@ fn bar(sockets: u32, reserved: u32, cap: u32, width: usize) -> String {
         if cap == 0 {
             0
         } else {
-            ((u64::from(n) * width as u64 + u64::from(cap) - 1) / u64::from(cap)) as usize
+            (u64::from(n) * width as u64).div_ceil(u64::from(cap)) as usize
         }
     };
     let used = cells(sockets).min(width);
