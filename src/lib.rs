@@ -10,6 +10,7 @@
 //! - [`pcap`]: reading and writing captures of UDP datagrams.
 //! - [`server`]: the tokio glue: UDP sockets per C-LAN, the admin port, shutdown.
 //! - [`status`]: `rasgk status`, the admin port's views as a terminal table.
+//! - [`storm`]: `rasgk storm`, a registration storm of simulated phones against any gatekeeper.
 //! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
 
 pub mod config;
@@ -20,3 +21,4 @@ pub mod phone;
 pub mod ras;
 pub mod server;
 pub mod status;
+pub mod storm;

@@ -48,6 +48,23 @@ enum Command {
         #[arg(long, value_name = "FILTER")]
         log: Option<String>,
     },
+    /// Simulate a registration storm: N phones, each on its own source address, register
+    /// with a gatekeeper (ours or another) and the load is reported.
+    ///
+    /// Each phone binds 127.R.x.y (R from --regions, so the gatekeeper's network map puts it
+    /// in region R), sends GRQ to --target, RRQ to the C-LAN the GCF names, retransmits on
+    /// timeout like a real endpoint (--timeout-ms, --retries, then starts over with GRQ),
+    /// and with --duration keeps alive with lightweight RRQ and re-registers after a
+    /// gatekeeper-sent URQ. The report: registrations per second, latency percentiles,
+    /// rejects by reason, retransmissions, and the final sockets per C-LAN and region (from
+    /// the admin port when it answers). Exit status 0 when every phone registered, 1 when
+    /// some did not, 2 when the storm could not run.
+    ///
+    /// Examples:
+    ///   rasgk storm --phones 1000 --tts-share 0.5
+    ///   rasgk storm --phones 5000 --regions 1,2,3 --loss 0.1 --seed 7 --json | jq .clans
+    ///   rasgk storm --target 127.0.9.1:1719 --admin 127.0.9.1:7000 --report-dir out/
+    Storm(rasgk::storm::StormArgs),
     /// Show the socket load of a running gatekeeper: per region its totals and spill, per
     /// C-LAN its sockets, reservations and cap as a bar.
     ///
@@ -112,6 +129,7 @@ fn main() -> ExitCode {
         }
         Command::CheckConfig { file } => check_config(&file),
         Command::Status { admin, watch } => status(&admin, watch),
+        Command::Storm(args) => rasgk::storm::run(args),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
     }
 }

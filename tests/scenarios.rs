@@ -893,3 +893,35 @@ fn events_placement_regions_and_admin_unregister() {
         }
     )));
 }
+
+#[test]
+fn a_registered_phone_starting_over_keeps_its_place_in_a_full_system() {
+    let mut lab = Lab::new(&ONE_REGION.replace("max_sockets = 10", "max_sockets = 1"));
+    let mut phones: Vec<Phone> = (1..=3).map(|n| phone(1, n)).collect();
+    for p in &mut phones {
+        lab.register(p);
+    }
+    let mut late = phone(1, 9);
+    assert_eq!(reason(lab.grq(&mut late)), "resourceUnavailable");
+    // Phone 2 lost its RCF and starts over: its own socket is its room.
+    let before = lab.loads();
+    let again = match lab.grq(&mut phones[1]) {
+        Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        } => clan,
+        other => panic!("GCF expected, got {other:?}"),
+    };
+    assert_eq!(lab.name_of(again), "b");
+    assert_eq!(
+        lab.loads(),
+        before,
+        "no reservation on top of its own socket"
+    );
+    assert!(matches!(
+        lab.rrq_at(again, &mut phones[1]),
+        Answer::Rcf { .. }
+    ));
+    assert_eq!(lab.loads(), before);
+    assert_eq!(lab.gatekeeper.registrations().len(), 3);
+}

@@ -12,7 +12,9 @@ use crate::ras::RasMessage;
 impl Gatekeeper {
     /// A GRQ: choose a C-LAN by the tiers of the phone's home region, reserve a place on it
     /// for `gcf_hold_s`, and name it in the GCF. A new GRQ from the same source replaces its
-    /// earlier reservation.
+    /// earlier reservation. A phone that is registered already (it lost its RCF, or starts
+    /// over) counts its own socket as room: when the choice falls on the C-LAN holding it,
+    /// no reservation is needed, and a full system never refuses it its own place.
     pub(super) fn gatekeeper_request(
         &mut self,
         now: Instant,
@@ -24,8 +26,29 @@ impl Gatekeeper {
         self.release_reservation(from);
         let home = self.home_region(local, from.ip());
         let tiers = self.topology.tiers(home);
-        let Some(clan) = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode)
-        else {
+        let own_socket = self
+            .registry
+            .by_source(from)
+            .and_then(|key| self.registry.get(key)?.socket)
+            .filter(|&clan| !self.registry_is_tts(from) && self.loads.get(clan).in_service);
+        if let Some(own) = own_socket {
+            self.loads.remove_socket(own);
+        }
+        let chosen = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode);
+        if let Some(own) = own_socket {
+            self.loads.add_socket(own);
+        }
+        if let (Some(clan), Some(own)) = (chosen, own_socket) {
+            if clan == own {
+                tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF: its own socket's C-LAN");
+                return Some(reply::gatekeeper_confirm(
+                    seq,
+                    &self.gatekeeper_id,
+                    self.config.clans[clan].address,
+                ));
+            }
+        }
+        let Some(clan) = chosen.filter(|&clan| self.loads.get(clan).available()) else {
             self.note_reject("GRJ", "resourceUnavailable");
             tracing::debug!(region = home, "GRJ resourceUnavailable: no C-LAN has room");
             return Some(reply::gatekeeper_reject(
@@ -51,5 +74,12 @@ impl Gatekeeper {
             &self.gatekeeper_id,
             self.config.clans[clan].address,
         ))
+    }
+
+    fn registry_is_tts(&self, source: SocketAddr) -> bool {
+        self.registry
+            .by_source(source)
+            .and_then(|key| self.registry.get(key))
+            .is_some_and(|r| r.tts)
     }
 }

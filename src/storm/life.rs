@@ -1,0 +1,297 @@
+//! One simulated phone's life on its own UDP socket: GRQ to the discovery address, RRQ at the
+//! C-LAN the GCF names, retransmissions on timeout with the same sequence number (as a real
+//! endpoint's RAS timer does), simulated loss each way, keep-alives while the storm lasts,
+//! re-registration when the gatekeeper sends URQ, and an optional URQ at the end.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::net::UdpSocket;
+
+use crate::pcap::Datagram;
+use crate::phone::{Answer, Phone};
+
+/// What every phone of a storm shares.
+pub(super) struct Plan {
+    /// The gatekeeper's discovery address.
+    pub target: SocketAddr,
+    /// Wait for an answer this long before sending again.
+    pub timeout: Duration,
+    /// Sends again at most this often per request.
+    pub retries: u32,
+    /// Probability that a datagram is lost, each way.
+    pub loss: f64,
+    /// When phones stop trying to register.
+    pub give_up: Instant,
+    /// Send URQ at the end.
+    pub unregister: bool,
+    /// Where to record every datagram, if anywhere.
+    pub record: Option<Arc<Mutex<Vec<Datagram>>>>,
+}
+
+/// How one phone's life went.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Outcome {
+    /// Registered (an RCF) at least once.
+    pub registered: bool,
+    /// The C-LAN its last RCF came from.
+    pub clan: Option<SocketAddr>,
+    /// From its first GRQ to its first RCF.
+    pub latency: Option<Duration>,
+    /// When its first RCF came.
+    pub registered_at: Option<Instant>,
+    /// Requests sent again after a timeout.
+    pub retransmissions: u64,
+    /// Rejects it got, by message and reason (`"GRJ resourceUnavailable"`).
+    pub rejects: Vec<String>,
+    /// Gatekeeper-sent URQs it answered.
+    pub urqs: u64,
+    /// Datagrams its simulated loss dropped.
+    pub dropped: u64,
+    /// Unregistered at the end with UCF.
+    pub unregistered: bool,
+}
+
+/// A phone with its socket, its loss generator and its record.
+pub(super) struct Life<'a> {
+    pub phone: Phone,
+    pub socket: UdpSocket,
+    pub rng: ChaCha8Rng,
+    pub plan: &'a Plan,
+    pub outcome: Outcome,
+}
+
+fn wall_time() -> Duration {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+impl<'a> Life<'a> {
+    pub fn new(phone: Phone, socket: UdpSocket, seed: u64, plan: &'a Plan) -> Life<'a> {
+        Life {
+            phone,
+            socket,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            plan,
+            outcome: Outcome::default(),
+        }
+    }
+
+    fn record(&self, src: SocketAddr, dst: SocketAddr, payload: &[u8]) {
+        if let Some(record) = &self.plan.record {
+            let datagram = Datagram {
+                frame: 0,
+                time: wall_time(),
+                src,
+                dst,
+                payload: payload.to_vec(),
+            };
+            if let Ok(mut record) = record.lock() {
+                record.push(datagram);
+            }
+        }
+    }
+
+    fn lost(&mut self) -> bool {
+        let lost = self.plan.loss > 0.0 && self.rng.random_bool(self.plan.loss.min(1.0));
+        if lost {
+            self.outcome.dropped += 1;
+        }
+        lost
+    }
+
+    async fn send(&mut self, to: SocketAddr, datagram: &[u8]) {
+        if self.lost() {
+            return;
+        }
+        self.record(self.phone.ras_address, to, datagram);
+        // A send error (e.g. a full buffer) is a lost datagram: the timer sends again.
+        let _ = self.socket.send_to(datagram, to).await;
+    }
+
+    /// Receives until `deadline`; answers gatekeeper-sent URQs on the way (and reports them).
+    async fn receive(&mut self, deadline: Instant) -> Option<(Answer, SocketAddr)> {
+        let mut buffer = [0u8; 4096];
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            let (len, from) = tokio::time::timeout(left, self.socket.recv_from(&mut buffer))
+                .await
+                .ok()?
+                .ok()?;
+            if self.lost() {
+                continue;
+            }
+            self.record(from, self.phone.ras_address, &buffer[..len]);
+            if let Ok(answer) = Answer::read(&buffer[..len]) {
+                return Some((answer, from));
+            }
+        }
+    }
+
+    /// Sends a request and waits for the answer with its sequence number, sending the same
+    /// octets again after each timeout. A gatekeeper-sent URQ on the way is returned as is.
+    async fn exchange(&mut self, to: SocketAddr, datagram: &[u8]) -> Option<Answer> {
+        let seq = crate::ras::peek_request_seq_num(datagram)?;
+        for attempt in 0..=self.plan.retries {
+            if attempt > 0 {
+                self.outcome.retransmissions += 1;
+            }
+            self.send(to, datagram).await;
+            let deadline = Instant::now() + self.plan.timeout;
+            while let Some((answer, from)) = self.receive(deadline).await {
+                match answer {
+                    Answer::Urq { seq: urq_seq, .. } => {
+                        self.answer_urq(urq_seq, from).await;
+                        return Some(answer);
+                    }
+                    answer if answer.seq() == seq => {
+                        self.phone.learn(&answer);
+                        return Some(answer);
+                    }
+                    _ => {} // a late answer to an earlier request
+                }
+            }
+        }
+        None
+    }
+
+    async fn answer_urq(&mut self, seq: u16, from: SocketAddr) {
+        self.outcome.urqs += 1;
+        let ucf = self.phone.ucf(seq);
+        self.send(from, &ucf).await;
+        self.phone.endpoint_id = None;
+    }
+
+    fn note_reject(&mut self, message: &str, reason: &str) {
+        self.outcome.rejects.push(format!("{message} {reason}"));
+    }
+
+    /// GRQ → GCF → RRQ → RCF, starting over on silence or a reject, until registered or
+    /// the plan gives up. `agl` (after a gatekeeper-sent URQ) is tried first, RRQ directly.
+    async fn register(&mut self, started: Instant, mut agl: Vec<SocketAddr>) -> bool {
+        while Instant::now() < self.plan.give_up {
+            let clan = match agl.first().copied() {
+                Some(clan) => {
+                    agl.remove(0);
+                    clan
+                }
+                None => {
+                    let grq = self.phone.grq();
+                    match self.exchange(self.plan.target, &grq).await {
+                        Some(Answer::Gcf {
+                            ras_address: Some(clan),
+                            ..
+                        }) => clan,
+                        Some(Answer::Grj { reason, .. }) => {
+                            self.note_reject("GRJ", &reason);
+                            tokio::time::sleep(self.plan.timeout).await;
+                            continue;
+                        }
+                        _ => continue,
+                    }
+                }
+            };
+            let rrq = self.phone.rrq();
+            match self.exchange(clan, &rrq).await {
+                Some(Answer::Rcf { .. }) => {
+                    if !self.outcome.registered {
+                        self.outcome.latency = Some(started.elapsed());
+                        self.outcome.registered_at = Some(Instant::now());
+                    }
+                    self.outcome.registered = true;
+                    self.outcome.clan = Some(clan);
+                    return true;
+                }
+                Some(Answer::Rrj {
+                    reason, alternates, ..
+                }) => {
+                    self.note_reject("RRJ", &reason);
+                    agl = alternates;
+                }
+                Some(Answer::Urq { agl: next, .. }) => agl = next,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// The whole life: register, then stay until the storm's end is set and reached
+    /// (keep-alives every half TTL, re-registering after a gatekeeper-sent URQ), and
+    /// unregister if asked. `registered` hears of the first registration (or the give-up).
+    pub async fn live(
+        mut self,
+        mut end: tokio::sync::watch::Receiver<Option<Instant>>,
+        registered: tokio::sync::mpsc::UnboundedSender<bool>,
+    ) -> Outcome {
+        let started = Instant::now();
+        let ok = self.register(started, Vec::new()).await;
+        let _ = registered.send(ok);
+        if !ok {
+            return self.outcome;
+        }
+        let mut ttl = Duration::from_secs(300);
+        loop {
+            let until = *end.borrow();
+            let now = Instant::now();
+            if until.is_some_and(|until| now >= until) {
+                break;
+            }
+            let next = now + ttl / 2;
+            let next = until.map_or(next, |until| next.min(until));
+            let heard = tokio::select! {
+                heard = self.receive(next) => heard,
+                changed = end.changed() => {
+                    if changed.is_err() {
+                        break; // the storm is gone
+                    }
+                    continue;
+                }
+            };
+            match heard {
+                Some((Answer::Urq { seq, agl }, from)) => {
+                    self.answer_urq(seq, from).await;
+                    if !self.register(started, agl).await {
+                        return self.outcome;
+                    }
+                }
+                Some(_) => {}
+                None if Instant::now() >= next && until.is_none_or(|u| next < u) => {
+                    // Half the TTL has passed: keep the registration alive.
+                    let (Some(clan), Some(rrq)) = (self.outcome.clan, self.phone.keep_alive())
+                    else {
+                        break;
+                    };
+                    match self.exchange(clan, &rrq).await {
+                        Some(Answer::Rcf { time_to_live_s, .. }) => {
+                            ttl = Duration::from_secs(u64::from(time_to_live_s.unwrap_or(300)));
+                        }
+                        Some(Answer::Urq { agl, .. }) => {
+                            if !self.register(started, agl).await {
+                                return self.outcome;
+                            }
+                        }
+                        _ => {
+                            if !self.register(started, Vec::new()).await {
+                                return self.outcome;
+                            }
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
+        if self.plan.unregister {
+            if let Some(clan) = self.outcome.clan {
+                let urq = self.phone.urq();
+                if let Some(Answer::Ucf { .. }) = self.exchange(clan, &urq).await {
+                    self.outcome.unregistered = true;
+                }
+            }
+        }
+        self.outcome
+    }
+}

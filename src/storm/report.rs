@@ -1,0 +1,235 @@
+//! A storm's report: registrations per second, RAS latency percentiles (an HDR histogram),
+//! rejects by reason, retransmissions, and the final socket load per C-LAN and per region —
+//! as a table for people, one JSON object for scripts, and an SVG chart of the load per
+//! C-LAN over time.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+/// Latency figures, milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Latency {
+    /// Percentiles of a histogram of microseconds.
+    pub fn of(histogram: &hdrhistogram::Histogram<u64>) -> Latency {
+        let ms = |us: u64| us as f64 / 1000.0;
+        if histogram.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            p50: ms(histogram.value_at_quantile(0.50)),
+            p90: ms(histogram.value_at_quantile(0.90)),
+            p99: ms(histogram.value_at_quantile(0.99)),
+            max: ms(histogram.max()),
+        }
+    }
+}
+
+/// One sample of the load over time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadSample {
+    /// Seconds since the first GRQ.
+    pub t: f64,
+    /// Sockets per C-LAN.
+    pub clans: BTreeMap<String, u64>,
+}
+
+/// Everything a storm measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Phones simulated.
+    pub phones: usize,
+    /// Phones that registered (each counted once).
+    pub registered: usize,
+    /// Phones that never registered.
+    pub unregistered_never: usize,
+    /// Rejects received, by message and reason (`"GRJ resourceUnavailable"`).
+    pub rejected: BTreeMap<String, u64>,
+    /// Requests sent again after a timeout.
+    pub retransmissions: u64,
+    /// Datagrams the simulated loss dropped (both ways).
+    pub dropped: u64,
+    /// Gatekeeper-sent URQs the phones answered.
+    pub gatekeeper_urqs: u64,
+    /// Phones that unregistered at the end (with `--unregister`).
+    pub unregistered: usize,
+    /// From the first GRQ to the last first RCF, seconds.
+    pub registration_s: f64,
+    /// Registrations per second over that time.
+    pub rate_per_s: f64,
+    /// First GRQ to first RCF per phone.
+    pub latency_ms: Latency,
+    /// Sockets per C-LAN at the end: from the admin port's `/api/clans` when it answered,
+    /// else the phones' own count (non-TTS phones by the C-LAN they registered at).
+    pub clans: BTreeMap<String, u64>,
+    /// Where `clans` came from: `"admin"` or `"phones"`.
+    pub clans_source: &'static str,
+    /// Sockets per region at the end (same source as `clans`).
+    pub regions: BTreeMap<String, u64>,
+    /// Phones registered at each C-LAN address, as the phones saw it (TTS phones included:
+    /// the C-LAN of their RRQ, which need not hold their socket).
+    pub registered_at: BTreeMap<String, u64>,
+    /// The load over time (when the admin port answered).
+    pub load: Vec<LoadSample>,
+    /// The storm's seed.
+    pub seed: u64,
+    /// The simulated loss, each way.
+    pub loss: f64,
+}
+
+impl Report {
+    /// The table for people.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} phones: {} registered, {} never ({}), {} retransmissions, {} dropped by simulated loss",
+            self.phones,
+            self.registered,
+            self.unregistered_never,
+            if self.rejected.is_empty() {
+                "no rejects".to_string()
+            } else {
+                self.rejected
+                    .iter()
+                    .map(|(reason, n)| format!("{n} {reason}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            self.retransmissions,
+            self.dropped,
+        );
+        let _ = writeln!(
+            out,
+            "{:.0} registrations/s over {:.3} s; latency ms p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
+            self.rate_per_s,
+            self.registration_s,
+            self.latency_ms.p50,
+            self.latency_ms.p90,
+            self.latency_ms.p99,
+            self.latency_ms.max
+        );
+        if self.gatekeeper_urqs > 0 || self.unregistered > 0 {
+            let _ = writeln!(
+                out,
+                "{} gatekeeper URQs answered, {} unregistered at the end",
+                self.gatekeeper_urqs, self.unregistered
+            );
+        }
+        let _ = writeln!(out, "sockets per C-LAN ({}):", self.clans_source);
+        let width = self.clans.keys().map(String::len).max().unwrap_or(4);
+        let most = self.clans.values().copied().max().unwrap_or(0).max(1);
+        for (clan, sockets) in &self.clans {
+            let cells = (sockets * 40).div_ceil(most) as usize;
+            let _ = writeln!(out, "  {clan:<width$}  {sockets:>6}  {}", "█".repeat(cells));
+        }
+        if !self.regions.is_empty() {
+            let _ = writeln!(out, "sockets per region:");
+            for (region, sockets) in &self.regions {
+                let _ = writeln!(out, "  region {region:<4} {sockets:>6}");
+            }
+        }
+        out
+    }
+
+    /// An SVG line chart of the sockets per C-LAN over time.
+    pub fn svg(&self) -> String {
+        let (width, height, margin) = (800.0, 400.0, 50.0);
+        let t_max = self
+            .load
+            .last()
+            .map(|s| s.t)
+            .unwrap_or(0.0)
+            .max(self.registration_s)
+            .max(0.001);
+        let y_max = self
+            .load
+            .iter()
+            .flat_map(|s| s.clans.values())
+            .chain(self.clans.values())
+            .copied()
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let x = |t: f64| margin + t / t_max * (width - 2.0 * margin);
+        let y = |v: f64| height - margin - v / y_max * (height - 2.0 * margin);
+        let colours = [
+            "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+            "#bcbd22", "#17becf",
+        ];
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+        );
+        let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+        let _ = writeln!(
+            out,
+            r#"<text x="{margin}" y="20" font-size="14">Sockets per C-LAN over time: {} phones, seed {}, loss {}</text>"#,
+            self.phones, self.seed, self.loss
+        );
+        let _ = writeln!(
+            out,
+            r##"<g stroke="#999"><line x1="{margin}" y1="{}" x2="{}" y2="{}"/><line x1="{margin}" y1="{margin}" x2="{margin}" y2="{}"/></g>"##,
+            height - margin,
+            width - margin,
+            height - margin,
+            height - margin
+        );
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="end">{t_max:.2} s</text><text x="{}" y="{}" text-anchor="end">{y_max}</text>"#,
+            width - margin,
+            height - margin + 16.0,
+            margin - 4.0,
+            margin + 4.0
+        );
+        for (i, clan) in self.clans.keys().enumerate() {
+            let colour = colours[i % colours.len()];
+            let points: Vec<String> = self
+                .load
+                .iter()
+                .map(|s| {
+                    let v = s.clans.get(clan).copied().unwrap_or(0) as f64;
+                    format!("{:.1},{:.1}", x(s.t), y(v))
+                })
+                .collect();
+            if !points.is_empty() {
+                let _ = writeln!(
+                    out,
+                    r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"><title>{}</title></polyline>"#,
+                    points.join(" "),
+                    escape(clan)
+                );
+            }
+            let _ = writeln!(
+                out,
+                r#"<text x="{}" y="{}" fill="{colour}">{} ({})</text>"#,
+                width - margin + 4.0 - 120.0,
+                margin + 16.0 * i as f64,
+                escape(clan),
+                self.clans[clan]
+            );
+        }
+        out.push_str("</svg>\n");
+        out
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
