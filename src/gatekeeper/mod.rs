@@ -246,6 +246,22 @@ impl Gatekeeper {
         } else {
             local
         };
+        // Fast path: a retransmission is answered from the cache without decoding it, so a
+        // storm of retransmissions costs a hash and a lookup each.
+        if let (Some(kind), Some(seq)) = (
+            ras::peek_kind(datagram),
+            ras::peek_request_seq_num(datagram),
+        ) {
+            if kind.is_request() {
+                self.retransmits.expire(now);
+                let fingerprint = retransmit::fingerprint(datagram);
+                if let Some(replies) = self.retransmits.lookup((local, from, seq), fingerprint) {
+                    let replies = replies.to_vec();
+                    self.stats.received[kind as usize] += 1;
+                    return self.answer_again(replies);
+                }
+            }
+        }
         let message = match ras::decode(datagram) {
             Ok(message) => message,
             Err(error) => {
@@ -290,9 +306,8 @@ impl Gatekeeper {
         let fingerprint = retransmit::fingerprint(datagram);
         self.retransmits.expire(now);
         if let Some(replies) = self.retransmits.lookup((local, from, seq), fingerprint) {
-            self.stats.retransmissions += 1;
-            tracing::debug!("retransmission: the same reply again");
-            return replies.to_vec();
+            let replies = replies.to_vec();
+            return self.answer_again(replies);
         }
         let reply = match message {
             RasMessage::gatekeeperRequest(grq) => self.gatekeeper_request(now, local, from, grq),
@@ -313,6 +328,18 @@ impl Gatekeeper {
         self.retransmits
             .store(now, (local, from, seq), fingerprint, transmits.clone());
         transmits
+    }
+
+    /// The cached replies to a retransmitted request, counted as sent again.
+    fn answer_again(&mut self, replies: Vec<Transmit>) -> Vec<Transmit> {
+        self.stats.retransmissions += 1;
+        tracing::debug!("retransmission: the same reply again");
+        for reply in &replies {
+            if let Some(kind) = ras::peek_kind(&reply.payload) {
+                self.stats.sent[kind as usize] += 1;
+            }
+        }
+        replies
     }
 
     fn handle_response(&mut self, from: SocketAddr, kind: MessageKind, seq: u16) {

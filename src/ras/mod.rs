@@ -42,6 +42,7 @@ pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
 pub use codec::{decode, encode, encode_into, to_json, DecodeError, EncodeError};
 pub use kind::{kind, request_seq_num, MessageKind};
+pub(crate) use peek::peek_kind;
 pub use peek::peek_request_seq_num;
 
 /// `protocolIdentifier` of every message rasgk sends: itu-t(0) recommendation(0) h(8)

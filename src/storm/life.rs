@@ -1,6 +1,6 @@
 //! One simulated phone's life on its own UDP socket: GRQ to the discovery address, RRQ at the
 //! C-LAN the GCF names, retransmissions on timeout with the same sequence number (as a real
-//! endpoint's RAS timer does), simulated loss each way, keep-alives while the storm lasts,
+//! endpoint's RAS timer does, doubling the wait each time), simulated loss each way, keep-alives while the storm lasts,
 //! re-registration when the gatekeeper sends URQ, and an optional URQ at the end.
 
 use std::net::SocketAddr;
@@ -141,7 +141,10 @@ impl<'a> Life<'a> {
                 self.outcome.retransmissions += 1;
             }
             self.send(to, datagram).await;
-            let deadline = Instant::now() + self.plan.timeout;
+            // The timer doubles on each retry (at most 8 s), so an overloaded gatekeeper is
+            // not buried under retransmissions it cannot answer in time.
+            let wait = (self.plan.timeout * (1 << attempt.min(6))).min(Duration::from_secs(8));
+            let deadline = Instant::now() + wait.max(self.plan.timeout);
             while let Some((answer, from)) = self.receive(deadline).await {
                 match answer {
                     Answer::Urq { seq: urq_seq, .. } => {

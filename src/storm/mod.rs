@@ -54,7 +54,8 @@ pub struct StormArgs {
     /// Seed of the loss and of nothing else (the phones' order is fixed).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// RAS timer: send a request again after this many milliseconds of silence.
+    /// RAS timer: send a request again after this many milliseconds of silence (doubling on
+    /// each retry, at most 8 s).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub timeout_ms: u64,
     /// Send a request again at most this often before starting over with GRQ.

@@ -1,0 +1,246 @@
+//! `rasgk storm` against `rasgk serve` on loopback: 5,000 phones (half TTS) of three regions
+//! all register exactly once, the loads follow the rules, and the report's figures equal the
+//! admin port's — also with 10 % simulated loss each way.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+use support::server::Served;
+
+const PHONES: usize = 5_000;
+
+fn fixture(name: &str) -> String {
+    format!("{}/fixtures/lab/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `fixtures/lab/storm.toml` moved to 127.0.NET.x, so storms can run side by side.
+fn config_on(net: u8) -> PathBuf {
+    let text = std::fs::read_to_string(fixture("storm.toml"))
+        .unwrap()
+        .replace("127.0.30.", &format!("127.0.{net}."));
+    let path = std::env::temp_dir().join(format!("rasgk-storm-{}-{net}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn storm(net: u8, loss: f64, report_dir: Option<&PathBuf>) -> Value {
+    let target = format!("127.0.{net}.1:1719");
+    let admin = format!("127.0.{net}.1:7000");
+    let phones = PHONES.to_string();
+    let loss = loss.to_string();
+    let mut args = vec![
+        "storm",
+        "--target",
+        &target,
+        "--admin",
+        &admin,
+        "--phones",
+        &phones,
+        "--tts-share",
+        "0.5",
+        "--regions",
+        "1,2,3",
+        "--loss",
+        &loss,
+        "--seed",
+        "7",
+        "--timeout-ms",
+        "500",
+        "--retries",
+        "4",
+        "--give-up-s",
+        "120",
+        "--json",
+    ];
+    let dir;
+    if let Some(path) = report_dir {
+        dir = path.to_string_lossy().into_owned();
+        args.extend(["--report-dir", &dir]);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args(&args)
+        .output()
+        .expect("rasgk storm runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "rasgk storm failed: {stderr}");
+    eprintln!("{stderr}");
+    serde_json::from_slice(&out.stdout).expect("--json prints one JSON object")
+}
+
+/// Everything that must hold after a storm, checked against the admin port.
+fn check(served: &Served, report: &Value) {
+    assert_eq!(report["phones"], PHONES);
+    assert_eq!(report["registered"], PHONES, "every phone registered");
+    assert_eq!(report["clans_source"], "admin");
+
+    let clans = served.get_json("/api/clans");
+    let clans = clans.as_array().unwrap();
+    let admin_sockets: BTreeMap<String, u64> = clans
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().into(),
+                c["sockets"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let report_sockets: BTreeMap<String, u64> =
+        serde_json::from_value(report["clans"].clone()).unwrap();
+    assert_eq!(
+        report_sockets, admin_sockets,
+        "the report's C-LANs are /api/clans"
+    );
+    assert_eq!(
+        admin_sockets.values().sum::<u64>(),
+        PHONES as u64,
+        "one socket a phone"
+    );
+    for clan in clans {
+        assert!(clan["sockets"].as_u64() <= clan["max_sockets"].as_u64());
+    }
+    // Reservations are transient: a GRQ retransmission that waited in an overloaded
+    // gatekeeper's queue past the 10 s hold makes a new one, which expires after gcf_hold_s
+    // (5 s here) and never becomes a socket.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let clans = served.get_json("/api/clans");
+        let reserved: u64 = clans
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["reserved"].as_u64().unwrap())
+            .sum();
+        if reserved == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{reserved} reservations never expired"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let regions = served.get_json("/api/regions");
+    for region in regions.as_array().unwrap() {
+        let id = region["id"].to_string();
+        assert_eq!(report["regions"][&id], region["sockets"], "region {id}");
+    }
+
+    // Exactly once: every alias registered, by one endpoint, under its own identifier.
+    let registrations = served.get_json("/api/registrations");
+    let registrations = registrations.as_array().unwrap();
+    assert_eq!(registrations.len(), PHONES);
+    let ids: BTreeSet<&str> = registrations
+        .iter()
+        .map(|r| r["endpoint_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), PHONES);
+    let aliases: BTreeSet<u32> = registrations
+        .iter()
+        .map(|r| r["aliases"][0].as_str().unwrap().parse().unwrap())
+        .collect();
+    let expected: BTreeSet<u32> = (60_000..60_000 + PHONES as u32 / 2)
+        .chain(50_000..50_000 + PHONES as u32 / 2)
+        .collect();
+    assert_eq!(aliases, expected);
+
+    // The rules: a non-TTS phone's socket is where its RRQ went, in its home region (there
+    // is room everywhere); a TTS phone's socket is an AGL entry of its home or a directly
+    // linked region.
+    let region_of: HashMap<&str, u64> = clans
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["region"].as_u64().unwrap()))
+        .collect();
+    let direct: HashMap<u64, Vec<u64>> = [(1, vec![2]), (2, vec![1, 3]), (3, vec![2])].into();
+    let mut tts = 0;
+    for r in registrations {
+        let home = r["region"].as_u64().unwrap();
+        let ras: SocketAddr = r["ras_address"].as_str().unwrap().parse().unwrap();
+        assert_eq!(
+            ras.ip().to_string().split('.').nth(1),
+            Some(home.to_string().as_str())
+        );
+        let clan = r["clan"].as_str().expect("every phone holds a socket");
+        let alias = r["aliases"][0].as_str().unwrap();
+        assert_eq!(r["tts"], alias.starts_with('5'), "{alias}");
+        if r["tts"] == true {
+            tts += 1;
+            let agl: Vec<&str> = r["agl"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap())
+                .collect();
+            assert!(
+                agl.contains(&clan),
+                "{alias}: socket {clan} outside its AGL {agl:?}"
+            );
+            let there = region_of[clan];
+            assert!(
+                there == home || direct[&home].contains(&there),
+                "{alias}: {clan}"
+            );
+        } else {
+            assert_eq!(r["registered_via"], clan, "{alias}");
+            assert_eq!(
+                region_of[clan], home,
+                "{alias}: non-TTS socket outside its home region"
+            );
+        }
+    }
+    assert_eq!(tts, PHONES / 2);
+}
+
+#[test]
+fn five_thousand_phones_register_exactly_once() {
+    let served = Served::start(
+        &["--config", &fixture("storm.toml")],
+        "127.0.30.1:7000".parse().unwrap(),
+    );
+    let dir = std::env::temp_dir().join(format!("rasgk-storm-report-{}", std::process::id()));
+    let report = storm(30, 0.0, Some(&dir));
+    check(&served, &report);
+    assert_eq!(report["rejected"], serde_json::json!({}));
+    assert!(report["rate_per_s"].as_f64().unwrap() > 0.0);
+    let latency = &report["latency_ms"];
+    assert!(latency["p50"].as_f64() <= latency["p99"].as_f64());
+    assert!(latency["p99"].as_f64() <= latency["max"].as_f64());
+    // --report-dir: the same report as JSON, and the chart.
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(written["clans"], report["clans"]);
+    let svg = std::fs::read_to_string(dir.join("load.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("<polyline").count(), 7, "one line per C-LAN");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ten_percent_loss_each_way_still_registers_every_phone_once() {
+    let config = config_on(31);
+    let served = Served::start(
+        &["--config", config.to_str().unwrap()],
+        "127.0.31.1:7000".parse().unwrap(),
+    );
+    let report = storm(31, 0.1, None);
+    check(&served, &report);
+    assert!(report["retransmissions"].as_u64().unwrap() > 0);
+    assert!(report["dropped"].as_u64().unwrap() > 0);
+    let metrics = support::server::http_get(served.admin, "/metrics")
+        .unwrap()
+        .1;
+    let answered_again: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("rasgk_retransmissions_total "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(
+        answered_again > 0,
+        "lost replies were answered from the cache"
+    );
+    let _ = std::fs::remove_file(config);
+}
