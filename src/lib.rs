@@ -11,6 +11,8 @@
 //! - [`server`]: the tokio glue: UDP sockets per C-LAN, the admin port, shutdown.
 //! - [`status`]: `rasgk status`, the admin port's views as a terminal table.
 //! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
+//! - [`replay`]: a capture's requests sent again to a gatekeeper, replies compared
+//!   (`rasgk replay`).
 
 pub mod config;
 pub mod gatekeeper;
@@ -18,5 +20,6 @@ pub mod inspect;
 pub mod pcap;
 pub mod phone;
 pub mod ras;
+pub mod replay;
 pub mod server;
 pub mod status;
