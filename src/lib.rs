@@ -12,6 +12,8 @@
 //! - [`status`]: `rasgk status`, the admin port's views as a terminal table.
 //! - [`storm`]: `rasgk storm`, a registration storm of simulated phones against any gatekeeper.
 //! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
+//! - [`replay`]: a capture's requests sent again to a gatekeeper, replies compared
+//!   (`rasgk replay`).
 
 pub mod config;
 pub mod gatekeeper;
@@ -19,6 +21,7 @@ pub mod inspect;
 pub mod pcap;
 pub mod phone;
 pub mod ras;
+pub mod replay;
 pub mod server;
 pub mod status;
 pub mod storm;

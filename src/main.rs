@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use rasgk::{config, inspect, pcap, server, status as admin_status};
+use rasgk::{config, inspect, pcap, replay, server, status as admin_status};
 
 #[derive(Parser)]
 #[command(
@@ -111,6 +111,24 @@ enum Command {
         #[arg(long = "port", value_name = "PORT")]
         ports: Vec<u16>,
     },
+    /// Send the RAS requests of a capture to a gatekeeper and compare each reply with the
+    /// captured one.
+    ///
+    /// The phones' requests (GRQ, RRQ, URQ, ARQ, …) are sent again in capture order, each
+    /// phone from its own loopback socket; gatekeeper-sent requests and the phones' answers to
+    /// them are not. Replies are matched by requestSeqNum and compared on type, reject reason,
+    /// the GCF's rasAddress and the RCF's AGL length. endpointIdentifier and
+    /// gatekeeperIdentifier are rewritten to the ones the replayed gatekeeper gave, and a
+    /// phone follows the C-LAN its replayed GCF names. Prints the counts and a table of the
+    /// requests that differ.
+    ///
+    /// With --in-process (or --config FILE) the capture is replayed into the gatekeeper core
+    /// itself, in virtual time driven by the capture's timestamps: no sockets, same answer
+    /// every run, and --out-of-service CLAN can take C-LANs out of service first.
+    ///
+    /// Exit status: 0; 1 under --strict when any reply differs or a request went unanswered;
+    /// 2 when the capture or configuration cannot be read or the target does not answer.
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -131,6 +149,7 @@ fn main() -> ExitCode {
         Command::Status { admin, watch } => status(&admin, watch),
         Command::Storm(args) => rasgk::storm::run(args),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
+        Command::Replay(args) => replay::run(args),
     }
 }
 
