@@ -37,6 +37,7 @@ enum Command {
     ///   rasgk serve
     ///   rasgk serve --print-default-config > lab.toml && rasgk serve --config lab.toml
     ///   curl -s 127.0.0.1:7000/api/clans
+    #[command(verbatim_doc_comment)]
     Serve {
         /// The configuration file (TOML); without it, the embedded default.
         #[arg(long, value_name = "FILE")]
@@ -48,11 +49,10 @@ enum Command {
         #[arg(long, value_name = "FILTER")]
         log: Option<String>,
     },
-    /// Simulate a registration storm: N phones, each on its own source address, register
-    /// with a gatekeeper (ours or another) and the load is reported.
+    /// Simulate a registration storm of N phones against a gatekeeper and report the load.
     ///
-    /// Each phone binds 127.R.x.y (R from --regions, so the gatekeeper's network map puts it
-    /// in region R), sends GRQ to --target, RRQ to the C-LAN the GCF names, retransmits on
+    /// The phones may use any gatekeeper, ours or another. Each binds 127.R.x.y (R from
+    /// --regions, so the gatekeeper's network map puts it in region R), sends GRQ to --target, RRQ to the C-LAN the GCF names, retransmits on
     /// timeout like a real endpoint (--timeout-ms, --retries, then starts over with GRQ),
     /// and with --duration keeps alive with lightweight RRQ and re-registers after a
     /// gatekeeper-sent URQ. The report: registrations per second, latency percentiles,
@@ -64,16 +64,18 @@ enum Command {
     ///   rasgk storm --phones 1000 --tts-share 0.5
     ///   rasgk storm --phones 5000 --regions 1,2,3 --loss 0.1 --seed 7 --json | jq .clans
     ///   rasgk storm --target 127.0.9.1:1719 --admin 127.0.9.1:7000 --report-dir out/
+    #[command(verbatim_doc_comment)]
     Storm(rasgk::storm::StormArgs),
-    /// Show the socket load of a running gatekeeper: per region its totals and spill, per
-    /// C-LAN its sockets, reservations and cap as a bar.
+    /// Show the socket load of a running gatekeeper as a table.
     ///
-    /// Reads /api/clans and /api/regions of the admin port. Exit status 0, or 2 when the
+    /// Per region its totals and spill, per C-LAN its sockets, reservations and cap as a
+    /// bar, read from /api/clans and /api/regions of the admin port. Exit status 0, or 2 when the
     /// admin port cannot be reached.
     ///
     /// Examples:
     ///   rasgk status
     ///   rasgk status --admin 127.0.9.1:7000 --watch 1
+    #[command(verbatim_doc_comment)]
     Status {
         /// The admin port (host:port or http://host:port).
         #[arg(long, value_name = "URL", default_value = "127.0.0.1:7000")]
@@ -86,6 +88,7 @@ enum Command {
     ///
     /// Every problem is reported with the file, the field and the reason, e.g.
     /// `lab.toml: clan[2].region: region 9 is not defined`.
+    #[command(verbatim_doc_comment)]
     CheckConfig {
         /// The configuration file (TOML).
         file: PathBuf,
@@ -100,6 +103,7 @@ enum Command {
     /// Examples:
     ///   rasgk decode capture.pcap
     ///   rasgk decode --json capture.pcapng | jq 'select(.type == "RCF") | .seq'
+    #[command(verbatim_doc_comment)]
     Decode {
         /// The capture file.
         file: PathBuf,
