@@ -66,6 +66,18 @@ enum Command {
     ///   rasgk storm --target 127.0.9.1:1719 --admin 127.0.9.1:7000 --report-dir out/
     #[command(verbatim_doc_comment)]
     Storm(rasgk::storm::StormArgs),
+    /// Measure rasgk against the UDP echo ceiling, in one run.
+    ///
+    /// A minimal echo responder (same runtime, same socket options) and an in-process rasgk
+    /// on loopback (127.0.60.x, 127.0.61.1) face the same closed-loop load client: GRQ, full
+    /// RRQ and lightweight RRQ. Prints transactions per second of each and the ratio rasgk /
+    /// echo, ending with one `ratio WORKLOAD VALUE` line per workload. Build with --release.
+    ///
+    /// Examples:
+    ///   cargo run --release -- bench
+    ///   rasgk bench --concurrency 256 --seconds 5 | grep '^ratio'
+    #[command(verbatim_doc_comment)]
+    Bench(rasgk::bench::BenchArgs),
     /// Show the socket load of a running gatekeeper as a table.
     ///
     /// Per region its totals and spill, per C-LAN its sockets, reservations and cap as a
@@ -152,6 +164,7 @@ fn main() -> ExitCode {
         Command::CheckConfig { file } => check_config(&file),
         Command::Status { admin, watch } => status(&admin, watch),
         Command::Storm(args) => rasgk::storm::run(args),
+        Command::Bench(args) => rasgk::bench::run(args),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
         Command::Replay(args) => replay::run(args),
     }

@@ -34,6 +34,7 @@ use crate::gatekeeper::{
 use crate::ras::Alias;
 
 pub use admin::AdminError;
+pub use sockets::bind_udp;
 
 /// Why the server cannot start.
 #[derive(Debug, thiserror::Error)]

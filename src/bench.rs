@@ -1,0 +1,249 @@
+//! `rasgk bench`: rasgk against the UDP echo ceiling, measured in one run with one load
+//! client.
+//!
+//! The ceiling is a minimal responder on the same tokio runtime and the same socket options
+//! (`server::sockets::bind_udp`) that answers each request datagram with one of the same
+//! size. The client keeps `--concurrency` phones (each on its own loopback address) in a
+//! closed loop — send a request, wait for its answer, send the next — for `--seconds` per
+//! workload, so both sides see the same offered load. Workloads: GRQ, full RRQ (a registered
+//! phone re-registering) and lightweight RRQ (keep-alive). Every request carries a new
+//! sequence number, so rasgk's retransmission cache never answers for the core.
+//!
+//! The last lines are `ratio WORKLOAD VALUE` for scripts.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::UdpSocket;
+
+use crate::config::{self, Config};
+use crate::phone::{Answer, Phone};
+use crate::server::{self, Server};
+
+/// `rasgk bench` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Phones in the closed loop (requests in flight).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub concurrency: usize,
+    /// Seconds of measurement per workload (after a 0.3 s warm-up).
+    #[arg(long, value_name = "S", default_value_t = 2.0)]
+    pub seconds: f64,
+}
+
+/// What one phone sends in a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Grq,
+    FullRrq,
+    KeepAlive,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Grq => "grq",
+            Workload::FullRrq => "rrq_full",
+            Workload::KeepAlive => "rrq_light",
+        }
+    }
+}
+
+/// The bench's gatekeeper: the embedded default moved to 127.0.60.x, caps large enough
+/// that re-registrations never run out of room.
+fn bench_config() -> Config {
+    let mut config = config::embedded_default();
+    config.gatekeeper.discovery = SocketAddr::from(([127, 0, 60, 254], 1719));
+    config.admin.listen = SocketAddr::from(([127, 0, 60, 254], 7000));
+    config.gatekeeper.seed = Some(1);
+    for (i, clan) in config.clans.iter_mut().enumerate() {
+        clan.address = SocketAddr::from(([127, 0, 60, 1 + i as u8], 1719));
+        clan.max_sockets = 1_000_000;
+    }
+    config
+}
+
+async fn echo(socket: UdpSocket, stop: Arc<AtomicBool>) {
+    let mut buffer = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(Ok((len, from))) =
+            tokio::time::timeout(Duration::from_millis(100), socket.recv_from(&mut buffer)).await
+        else {
+            continue;
+        };
+        let _ = socket.send_to(&buffer[..len], from).await;
+    }
+}
+
+/// One phone of the closed loop: prepared (registered when the workload needs it), then
+/// request → answer until `stop`, counting answers after `counting`.
+async fn phone_loop(
+    index: usize,
+    workload: Workload,
+    target: SocketAddr,
+    echo_mode: bool,
+    counting: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+) {
+    let ip = Ipv4Addr::new(127, 1, 100 + (index / 250) as u8, 1 + (index % 250) as u8);
+    let Ok(socket) = UdpSocket::bind((ip, 0)).await else {
+        return;
+    };
+    let Ok(local) = socket.local_addr() else {
+        return;
+    };
+    let mut phone = Phone::extension(70_000 + index as u32, local);
+    let mut buffer = [0u8; 2048];
+    let mut clan = target;
+    // Register first (against rasgk) so RRQs have a C-LAN and keep-alives an endpoint id.
+    if !echo_mode && workload != Workload::Grq {
+        let grq = phone.grq();
+        let _ = socket.send_to(&grq, target).await;
+        if let Ok(Ok((len, _))) =
+            tokio::time::timeout(Duration::from_secs(2), socket.recv_from(&mut buffer)).await
+        {
+            if let Ok(Answer::Gcf {
+                ras_address: Some(at),
+                ..
+            }) = Answer::read(&buffer[..len])
+            {
+                clan = at;
+            }
+        }
+        let rrq = phone.rrq();
+        let _ = socket.send_to(&rrq, clan).await;
+        if let Ok(Ok((len, _))) =
+            tokio::time::timeout(Duration::from_secs(2), socket.recv_from(&mut buffer)).await
+        {
+            if let Ok(answer) = Answer::read(&buffer[..len]) {
+                phone.learn(&answer);
+            }
+        }
+    }
+    while !stop.load(Ordering::Relaxed) {
+        let (datagram, to) = match workload {
+            Workload::Grq => (phone.grq(), target),
+            Workload::FullRrq => (phone.rrq(), clan),
+            Workload::KeepAlive => match phone.keep_alive() {
+                Some(rrq) => (rrq, clan),
+                None => return,
+            },
+        };
+        if socket.send_to(&datagram, to).await.is_err() {
+            continue;
+        }
+        // A lost datagram costs one 200 ms timeout, then the loop goes on.
+        if let Ok(Ok(_)) =
+            tokio::time::timeout(Duration::from_millis(200), socket.recv_from(&mut buffer)).await
+        {
+            if counting.load(Ordering::Relaxed) {
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Transactions per second of one workload against one responder.
+async fn measure(args: &BenchArgs, workload: Workload, target: SocketAddr, echo_mode: bool) -> f64 {
+    let counting = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let mut phones = tokio::task::JoinSet::new();
+    for index in 0..args.concurrency {
+        phones.spawn(phone_loop(
+            index,
+            workload,
+            target,
+            echo_mode,
+            counting.clone(),
+            stop.clone(),
+            done.clone(),
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    counting.store(true, Ordering::Relaxed);
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
+    counting.store(false, Ordering::Relaxed);
+    let elapsed = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::Relaxed);
+    while phones.join_next().await.is_some() {}
+    done.load(Ordering::Relaxed) as f64 / elapsed
+}
+
+/// Runs the bench and prints its block of figures.
+pub async fn bench(args: &BenchArgs) -> Result<Vec<(&'static str, f64, f64)>, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let echo_address = SocketAddr::from(([127, 0, 61, 1], 1719));
+    let echo_socket = server::bind_udp(echo_address)
+        .map_err(|e| format!("cannot bind the echo responder on {echo_address}: {e}"))?;
+    let echo_task = tokio::spawn(echo(echo_socket, stop.clone()));
+    let config = bench_config();
+    let discovery = config.gatekeeper.discovery;
+    let server = Server::bind(config)
+        .await
+        .map_err(|e| format!("cannot start the bench's gatekeeper: {e}"))?;
+    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
+    let gatekeeper = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    let mut figures = Vec::new();
+    for workload in [Workload::Grq, Workload::FullRrq, Workload::KeepAlive] {
+        let ceiling = measure(args, workload, echo_address, true).await;
+        let rasgk = measure(args, workload, discovery, false).await;
+        figures.push((workload.name(), ceiling, rasgk));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = stop_server.send(());
+    let _ = gatekeeper.await;
+    let _ = echo_task.await;
+    Ok(figures)
+}
+
+/// `rasgk bench`.
+pub fn run(args: BenchArgs) -> ExitCode {
+    let seconds_ok = args.seconds.is_finite() && args.seconds > 0.0;
+    if args.concurrency == 0 || args.concurrency > 250 * 100 || !seconds_ok {
+        eprintln!("rasgk bench: --concurrency must be 1 to 25000 and --seconds above 0");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("rasgk bench: cannot start the runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(bench(&args)) {
+        Ok(figures) => {
+            println!(
+                "rasgk bench: {} phones in a closed loop, {} s per workload, loopback, one run",
+                args.concurrency, args.seconds
+            );
+            println!(
+                "{:<10} {:>14} {:>14} {:>8}",
+                "workload", "echo tx/s", "rasgk tx/s", "ratio"
+            );
+            for (name, ceiling, rasgk) in &figures {
+                let ratio = if *ceiling > 0.0 { rasgk / ceiling } else { 0.0 };
+                println!("{name:<10} {ceiling:>14.0} {rasgk:>14.0} {ratio:>8.2}");
+            }
+            for (name, ceiling, rasgk) in &figures {
+                let ratio = if *ceiling > 0.0 { rasgk / ceiling } else { 0.0 };
+                println!("ratio {name} {ratio:.2}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("rasgk bench: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
