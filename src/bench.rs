@@ -175,6 +175,54 @@ async fn measure(args: &BenchArgs, workload: Workload, target: SocketAddr, echo_
     done.load(Ordering::Relaxed) as f64 / elapsed
 }
 
+/// Resident memory of this process, bytes (Linux `/proc/self/statm`; 0 elsewhere).
+fn resident_bytes() -> u64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|text| text.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// Resident bytes per registration: `count` phones registered in an in-process core (no
+/// sockets), measured once the retransmission cache has let go of their replies.
+pub fn memory_per_registration(count: usize) -> f64 {
+    let mut config = bench_config();
+    config.gatekeeper.ttl_s = 3600;
+    let Ok(mut gatekeeper) = crate::gatekeeper::Gatekeeper::new(config.clone()) else {
+        return 0.0;
+    };
+    let discovery = config.gatekeeper.discovery;
+    let start = Instant::now();
+    let before = resident_bytes();
+    for index in 0..count {
+        let region = 1 + (index % 3) as u8;
+        let j = index / 3;
+        let ip = Ipv4Addr::new(127, region, (j / 250 % 250) as u8 + 1, (j % 250) as u8 + 1);
+        let port = 10_000 + (j / 62_500) as u16;
+        let mut phone = Phone::extension(100_000 + index as u32, SocketAddr::from((ip, port)));
+        let grq = phone.grq();
+        let out = gatekeeper.handle(start, discovery, phone.ras_address, &grq);
+        let Some(Ok(Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        })) = out.first().map(|t| Answer::read(&t.payload))
+        else {
+            continue;
+        };
+        let rrq = phone.rrq();
+        let _ = gatekeeper.handle(start, clan, phone.ras_address, &rrq);
+        if index % 1024 == 0 {
+            drop(gatekeeper.drain_events());
+        }
+    }
+    drop(gatekeeper.drain_events());
+    let _ = gatekeeper.handle_timeout(start + Duration::from_secs(11));
+    let after = resident_bytes();
+    let registered = gatekeeper.counts().registrations.max(1);
+    after.saturating_sub(before) as f64 / registered as f64
+}
+
 /// Runs the bench and prints its block of figures.
 pub async fn bench(args: &BenchArgs) -> Result<Vec<(&'static str, f64, f64)>, String> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -235,6 +283,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 let ratio = if *ceiling > 0.0 { rasgk / ceiling } else { 0.0 };
                 println!("{name:<10} {ceiling:>14.0} {rasgk:>14.0} {ratio:>8.2}");
             }
+            let bytes = memory_per_registration(100_000);
+            println!("memory: {bytes:.0} resident bytes per registration at 100,000 registrations");
             for (name, ceiling, rasgk) in &figures {
                 let ratio = if *ceiling > 0.0 { rasgk / ceiling } else { 0.0 };
                 println!("ratio {name} {ratio:.2}");
