@@ -96,7 +96,18 @@ async fn phone_loop(
     let Ok(local) = socket.local_addr() else {
         return;
     };
-    let mut phone = Phone::extension(70_000 + index as u32, local);
+    // Each workload its own extensions: a phone of one workload must not hold an alias
+    // another workload's phone registers (that would be RRJ duplicateAlias).
+    let base = match workload {
+        Workload::Grq => 100_000,
+        Workload::FullRrq => 200_000,
+        Workload::KeepAlive => 300_000,
+    };
+    let mut phone = Phone::extension(base + index as u32, local);
+    if echo_mode {
+        // The echo responder registers nobody: a keep-alive carries a made-up identifier.
+        phone.endpoint_id = crate::ras::reply::EndpointId::new("EP00000001").ok();
+    }
     let mut buffer = [0u8; 2048];
     let mut clan = target;
     // Register first (against rasgk) so RRQs have a C-LAN and keep-alives an endpoint id.
