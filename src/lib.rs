@@ -3,6 +3,7 @@
 //! It spreads IP phones over C-LAN interfaces by Avaya Communication Manager's rules and
 //! places outbound trunk calls across cluster nodes by Cisco CUCM's "route local" rule.
 //!
+//! - [`calls`]: outbound trunk calls (no I/O): digit analysis, route lists, route local.
 //! - [`config`]: the TOML configuration, checked into the model the gatekeeper runs on.
 //! - [`gatekeeper`]: the protocol core (no I/O): C-LAN choice, registration, AGL, TTS sockets.
 //! - [`phone`]: a simulated phone's side of RAS (no I/O), for tests, examples and storms.
@@ -15,6 +16,7 @@
 //! - [`replay`]: a capture's requests sent again to a gatekeeper, replies compared
 //!   (`rasgk replay`).
 
+pub mod calls;
 pub mod config;
 pub mod gatekeeper;
 pub mod inspect;

@@ -6,12 +6,14 @@
 //! - `error`: [`ConfigError`].
 //! - `toml_error`: `toml` crate errors as [`ConfigError`]s with a key path.
 //! - `model`: the checked model.
+//! - `routing`: the checks of nodes, trunks, route groups, route lists and route patterns.
 //! - `default.toml`: the embedded default topology, [`DEFAULT_TOML`].
 
 mod convert;
 mod error;
 mod file;
 mod model;
+mod routing;
 mod toml_error;
 
 use std::path::Path;
