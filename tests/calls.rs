@@ -682,3 +682,39 @@ fn unregistered_caller_is_refused() {
     assert!(lab.gatekeeper.calls().is_empty());
     let _ = &mut phone;
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Any dialled number gets ACF or ARJ, and the counts stay consistent with the calls held.
+    #[test]
+    fn any_dialled_number_gets_acf_or_arj(numbers in proptest::collection::vec("[0-9*#,]{1,128}", 1..20)) {
+        let mut lab = Lab::new(&topology(&[1], &format!("{TWO_PATTERNS}
+            [[route_group]]
+            name = \"rg\"
+            trunks = [\"local\", \"long\"]
+            [[route_list]]
+            name = \"rl\"
+            route_groups = [\"rg\"]
+            nodes = [\"cm3\"]
+            [[route_pattern]]
+            pattern = \"*X!#\"
+            route_list = \"rl\"
+        ")));
+        let (mut phone, clan) = lab.phone(1, 1);
+        for number in &numbers {
+            let call = lab.new_call();
+            match lab.arq(clan, &mut phone, number, call) {
+                Admission::Confirm(address) => {
+                    proptest::prop_assert!((1..=4).any(|n| node_address(n) == address));
+                }
+                Admission::Reject(reason) => proptest::prop_assert!(
+                    reason == "calledPartyNotRegistered" || reason == "resourceUnavailable",
+                    "{reason}"
+                ),
+            }
+        }
+        let active: u32 = lab.gatekeeper.trunks().iter().map(|t| t.active).sum();
+        proptest::prop_assert_eq!(active as usize, lab.gatekeeper.calls().len());
+    }
+}

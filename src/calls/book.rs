@@ -49,7 +49,9 @@ pub struct TrunkCount {
 /// route-local draws.
 #[derive(Debug, Clone)]
 pub struct Calls {
+    /// The route patterns that parse, with their index in the configuration.
     patterns: Vec<DigitPattern>,
+    pattern_index: Vec<usize>,
     calls: BTreeMap<CallKey, ActiveCall>,
     /// `[trunk][node]`.
     counts: Vec<Vec<TrunkCount>>,
@@ -65,12 +67,17 @@ impl Calls {
     pub fn new(config: &Config, seed: u64) -> Calls {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(1);
+        // A checked configuration's patterns all parse; a hand-built one's that do not are
+        // left out rather than shifting the indices of the others.
+        let (pattern_index, patterns) = config
+            .route_patterns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| Some((i, DigitPattern::parse(&p.pattern).ok()?)))
+            .unzip();
         Calls {
-            patterns: config
-                .route_patterns
-                .iter()
-                .filter_map(|p| DigitPattern::parse(&p.pattern).ok())
-                .collect(),
+            patterns,
+            pattern_index,
             calls: BTreeMap::new(),
             counts: vec![vec![TrunkCount::default(); config.nodes.len()]; config.trunks.len()],
             cursors: vec![0; config.route_groups.len()],
@@ -105,7 +112,8 @@ impl Calls {
         if self.calls.len() >= MAX_CALLS {
             return Err(NoRoute::AllBusy);
         }
-        let pattern = best_match(&self.patterns, digits).ok_or(NoRoute::NoPattern)?;
+        let found = best_match(&self.patterns, digits).ok_or(NoRoute::NoPattern)?;
+        let pattern = self.pattern_index[found];
         let target = config.route_patterns[pattern].target;
         let calling = calling_node(config, target, phone_node);
         let (trunk, route_list) = match target {
@@ -116,15 +124,22 @@ impl Calls {
                 (trunk, None)
             }
             RouteTarget::RouteList(list) => {
-                let groups = config.route_lists[list].route_groups.clone();
+                let groups = config
+                    .route_lists
+                    .get(list)
+                    .map(|l| l.route_groups.clone())
+                    .unwrap_or_default();
                 let mut found = None;
                 for group in groups {
-                    let start = self.cursors[group];
-                    let pick =
-                        pick_trunk(&config.route_groups[group], start, |t| self.busy(config, t));
-                    if let Some((position, trunk)) = pick {
-                        let len = config.route_groups[group].trunks.len();
-                        self.cursors[group] = (position + 1) % len;
+                    let (Some(members), Some(&start)) =
+                        (config.route_groups.get(group), self.cursors.get(group))
+                    else {
+                        continue;
+                    };
+                    if let Some((position, trunk)) =
+                        pick_trunk(members, start, |t| self.busy(config, t))
+                    {
+                        self.cursors[group] = (position + 1) % members.trunks.len();
                         found = Some(trunk);
                         break;
                     }
@@ -132,7 +147,8 @@ impl Calls {
                 (found.ok_or(NoRoute::AllBusy)?, Some(list))
             }
         };
-        let node = route_local(&config.trunks[trunk], calling, &mut self.rng);
+        let trunk_config = config.trunks.get(trunk).ok_or(NoRoute::AllBusy)?;
+        let node = route_local(trunk_config, calling, &mut self.rng);
         Ok(Route {
             pattern,
             route_list,
