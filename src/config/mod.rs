@@ -60,6 +60,18 @@ mod tests {
     }
 
     #[test]
+    fn default_calls_example_parses_when_uncommented() {
+        let text = DEFAULT_TOML
+            .replace("\n#: ", "\n")
+            .replace("\n#:\n", "\n\n");
+        let config = from_toml(&text, "default.toml").expect("the uncommented example is valid");
+        assert_eq!(config.nodes.len(), 2);
+        assert_eq!(config.trunks.len(), 2);
+        assert_eq!(config.route_patterns[0].pattern, "9.!");
+        assert_eq!(embedded_default().trunks.len(), 0);
+    }
+
+    #[test]
     fn load_names_the_file_it_cannot_read() {
         let e = load(Path::new("/nonexistent/rasgk.toml")).expect_err("no such file");
         assert_eq!(e.origin, "/nonexistent/rasgk.toml");
