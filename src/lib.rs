@@ -4,6 +4,7 @@
 //! places outbound trunk calls across cluster nodes by Cisco CUCM's "route local" rule.
 //!
 //! - [`bench`]: `rasgk bench`, rasgk against the UDP echo ceiling in one run.
+//! - [`calls`]: outbound trunk calls (no I/O): digit analysis, route lists, route local.
 //! - [`config`]: the TOML configuration, checked into the model the gatekeeper runs on.
 //! - [`gatekeeper`]: the protocol core (no I/O): C-LAN choice, registration, AGL, TTS sockets.
 //! - [`phone`]: a simulated phone's side of RAS (no I/O), for tests, examples and storms.
@@ -17,6 +18,7 @@
 //!   (`rasgk replay`).
 
 pub mod bench;
+pub mod calls;
 pub mod config;
 pub mod gatekeeper;
 pub mod inspect;

@@ -18,7 +18,8 @@ use support::server::{http_get, Served, UdpPhone};
 const TOKEN: &str = "s3cret-admin";
 
 /// A lab on 127.0.N.x: discovery .1, admin .1:7000, region 1 with a, b (cap 5) and region 2
-/// with c (cap 5); phones with extensions 5… are TTS. With `token`, changes need it.
+/// with c (cap 5), all on node cm1; phones with extensions 5… are TTS; a SIP trunk on node
+/// cm2 for numbers 9…. With `token`, changes need it.
 struct Lab {
     served: Served,
     net: u8,
@@ -78,6 +79,22 @@ address = "127.0.{net}.21:1719"
 max_sockets = 5
 [[tts]]
 aliases = ["5*"]
+[[node]]
+name = "cm1"
+id = 1
+address = "127.0.{net}.101:1720"
+[[node]]
+name = "cm2"
+id = 2
+address = "127.0.{net}.102:1720"
+[[trunk]]
+name = "sip-pstn"
+kind = "sip"
+nodes = ["cm2"]
+address = "127.0.{net}.200:5060"
+[[route_pattern]]
+pattern = "9.!"
+trunk = "sip-pstn"
 "#
         );
         let path = dir.join("admin.toml");
@@ -474,4 +491,87 @@ fn slow_admin_connections_never_hold_up_ras() {
     let registrations = lab.get("/api/registrations");
     assert_eq!(registrations.as_array().unwrap().len(), phones.len());
     drop(stalled);
+}
+
+#[test]
+fn calls_and_trunks_show_where_trunk_calls_leave() {
+    use rasgk::ras::request::{self, Arq, Call};
+    use rasgk::ras::{self, Alias, MessageKind};
+    let lab = Lab::start(18, false);
+    let mut p = UdpPhone::bind(Phone::extension(
+        60_001,
+        SocketAddr::from(([127, 1, 18, 1], 0)),
+    ));
+    let clan = match p.register(lab.discovery()) {
+        (
+            Answer::Gcf {
+                ras_address: Some(clan),
+                ..
+            },
+            Some(Answer::Rcf { .. }),
+        ) => clan,
+        other => panic!("{other:?}"),
+    };
+    let call = Call {
+        call_reference_value: 7,
+        conference_id: [7; 16],
+        call_id: [0xab; 16],
+    };
+    let seq = p.phone.next_seq();
+    let endpoint_id = p.phone.endpoint_id.clone().unwrap();
+    let arq = ras::encode(&request::admission_request(&Arq {
+        request_seq_num: seq,
+        endpoint_id: &endpoint_id,
+        destination: &[Alias::dialled_digits("95551234").unwrap()],
+        source: &p.phone.aliases.clone(),
+        call,
+        band_width: 1280,
+        answer_call: false,
+    }))
+    .unwrap();
+    match p.ask(clan, &arq) {
+        Answer::Other {
+            kind: MessageKind::Acf,
+            ..
+        } => {}
+        other => panic!("ACF expected, got {other:?}"),
+    }
+    let calls = lab.get("/api/calls");
+    assert_eq!(calls.as_array().map(Vec::len), Some(1), "{calls}");
+    let only = &calls[0];
+    assert_eq!(only["trunk"], "sip-pstn");
+    assert_eq!(only["phone_node"], "cm1");
+    assert_eq!(only["node"], "cm2");
+    assert_eq!(only["hops"], 1);
+    assert_eq!(only["call_id"], "ab".repeat(16));
+    let trunks = lab.get("/api/trunks");
+    let trunk = &trunks[0];
+    assert_eq!(trunk["name"], "sip-pstn");
+    assert_eq!(trunk["kind"], "sip");
+    assert_eq!(trunk["active"], 1);
+    assert_eq!(trunk["per_node"][1]["node"], "cm2");
+    assert_eq!(trunk["per_node"][1]["total"], 1);
+    let (_, text) = http_get(lab.served.admin, "/metrics").unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l == "rasgk_trunk_calls{trunk=\"sip-pstn\",node=\"cm2\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.lines().any(|l| l == "rasgk_call_hops_total 1"),
+        "{text}"
+    );
+    prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
+
+    let seq = p.phone.next_seq();
+    let drq = ras::encode(&request::disengage_request(seq, &endpoint_id, call)).unwrap();
+    match p.ask(clan, &drq) {
+        Answer::Other {
+            kind: MessageKind::Dcf,
+            ..
+        } => {}
+        other => panic!("DCF expected, got {other:?}"),
+    }
+    assert_eq!(lab.get("/api/calls").as_array().map(Vec::len), Some(0));
+    assert_eq!(lab.get("/api/trunks")[0]["active"], 0);
 }

@@ -272,3 +272,48 @@ fn embedded_default_shows_every_key_of_the_schema() {
         .collect();
     assert!(missing.is_empty(), "default.toml lacks {missing:?}");
 }
+
+#[test]
+fn calls_fixture_resolves_every_reference() {
+    use rasgk::config::{ActiveOn, Distribution, RouteTarget, TrunkKind};
+    let c = config::load(&fixtures().join("good-calls.toml")).expect("good-calls.toml loads");
+    let nodes: Vec<(&str, u32)> = c.nodes.iter().map(|n| (n.name.as_str(), n.id)).collect();
+    assert_eq!(nodes, [("cm1", 1), ("cm2", 2)]);
+    assert_eq!(
+        c.nodes[1].address.map(|a| a.to_string()).as_deref(),
+        Some("127.0.100.2:1720")
+    );
+    assert_eq!(c.trunks[0].kind, TrunkKind::Sip);
+    assert_eq!(c.trunks[0].active_on, ActiveOn::Nodes(vec![0, 1]));
+    assert_eq!(c.trunks[0].max_calls, None);
+    assert_eq!(c.trunks[1].kind, TrunkKind::H323);
+    assert_eq!(c.trunks[1].active_on, ActiveOn::AllNodes);
+    assert_eq!(c.trunks[1].max_calls, Some(23));
+    assert_eq!(c.route_groups[0].trunks, [0, 1]);
+    assert_eq!(c.route_groups[0].distribution, Distribution::TopDown);
+    assert_eq!(c.route_lists[0].route_groups, [0]);
+    assert_eq!(c.route_lists[0].active_on, ActiveOn::Nodes(vec![1, 0]));
+    assert_eq!(c.route_patterns[0].target, RouteTarget::RouteList(0));
+    assert_eq!(c.route_patterns[1].target, RouteTarget::Trunk(1));
+}
+
+#[test]
+fn nodes_are_implied_by_the_clans_when_none_is_given() {
+    let c = default_config();
+    assert!(!c.nodes.is_empty());
+    assert!(c.nodes.iter().all(|n| n.address.is_none()));
+    for clan in &c.clans {
+        assert!(c.node_index(&clan.node).is_some(), "{}", clan.node);
+    }
+}
+
+#[test]
+fn route_group_distribution_defaults_to_circular_as_in_cucm() {
+    let text = std::fs::read_to_string(fixtures().join("good-calls.toml")).expect("readable");
+    let text = text.replace("distribution = \"top-down\"\n", "");
+    let c = config::from_toml(&text, "t.toml").expect("valid without distribution");
+    assert_eq!(
+        c.route_groups[0].distribution,
+        rasgk::config::Distribution::Circular
+    );
+}

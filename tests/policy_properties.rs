@@ -130,6 +130,11 @@ fn topology() -> impl Strategy<Value = Config> {
                             listen: "127.0.0.1:0".parse().unwrap(),
                             token: None,
                         },
+                        nodes: Vec::new(),
+                        trunks: Vec::new(),
+                        route_groups: Vec::new(),
+                        route_lists: Vec::new(),
+                        route_patterns: Vec::new(),
                     }
                 },
             )

@@ -38,6 +38,14 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
     let clans = clans(&file.clan, &known, gatekeeper.discovery)?;
     let tts = tts_rules(&file.tts, &known)?;
     let admin = admin(&file.admin)?;
+    let routing = super::routing::routing(
+        &file.node,
+        &file.trunk,
+        &file.route_group,
+        &file.route_list,
+        &file.route_pattern,
+        &clans,
+    )?;
     Ok(Config {
         gatekeeper,
         agl,
@@ -46,6 +54,11 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
         clans,
         tts,
         admin,
+        nodes: routing.nodes,
+        trunks: routing.trunks,
+        route_groups: routing.route_groups,
+        route_lists: routing.route_lists,
+        route_patterns: routing.route_patterns,
     })
 }
 
@@ -157,7 +170,7 @@ fn network(field: &str, text: &str) -> Result<IpNet, Fault> {
 }
 
 /// An "ip:port" address (IPv6 in brackets).
-fn address(field: &str, text: &str) -> Result<SocketAddr, Fault> {
+pub(super) fn address(field: &str, text: &str) -> Result<SocketAddr, Fault> {
     text.parse::<SocketAddr>().map_err(|_| {
         Fault::new(
             field,

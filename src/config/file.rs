@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::model::{ClanKind, LinkKind, SocketMode, TierMode};
+use super::model::{ClanKind, Distribution, LinkKind, SocketMode, TierMode, TrunkKind};
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
@@ -28,6 +28,78 @@ pub(crate) struct FileConfig {
     pub tts: Vec<TtsFile>,
     #[serde(default)]
     pub admin: AdminFile,
+    #[serde(default)]
+    pub node: Vec<NodeFile>,
+    #[serde(default)]
+    pub trunk: Vec<TrunkFile>,
+    #[serde(default)]
+    pub route_group: Vec<RouteGroupFile>,
+    #[serde(default)]
+    pub route_list: Vec<RouteListFile>,
+    #[serde(default)]
+    pub route_pattern: Vec<RoutePatternFile>,
+}
+
+/// `[[node]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NodeFile {
+    pub name: String,
+    pub id: i64,
+    pub address: String,
+}
+
+/// `[[trunk]]`. `nodes` and `run_on_all_nodes` are checked together by convert.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TrunkFile {
+    pub name: String,
+    pub kind: TrunkKind,
+    #[serde(default)]
+    pub nodes: Option<Vec<String>>,
+    #[serde(default)]
+    pub run_on_all_nodes: bool,
+    pub address: String,
+    #[serde(default)]
+    pub max_calls: Option<u32>,
+}
+
+/// `[[route_group]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RouteGroupFile {
+    pub name: String,
+    pub trunks: Vec<String>,
+    #[serde(default = "default_distribution")]
+    pub distribution: Distribution,
+}
+
+/// `[[route_list]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RouteListFile {
+    pub name: String,
+    pub route_groups: Vec<String>,
+    #[serde(default)]
+    pub nodes: Option<Vec<String>>,
+    #[serde(default)]
+    pub run_on_all_nodes: bool,
+}
+
+/// `[[route_pattern]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RoutePatternFile {
+    pub pattern: String,
+    #[serde(default)]
+    pub trunk: Option<String>,
+    #[serde(default)]
+    pub route_list: Option<String>,
+}
+
+/// CUCM's default distribution algorithm of a route group.
+fn default_distribution() -> Distribution {
+    Distribution::Circular
 }
 
 /// `[gatekeeper]`.

@@ -6,12 +6,14 @@
 //! - `error`: [`ConfigError`].
 //! - `toml_error`: `toml` crate errors as [`ConfigError`]s with a key path.
 //! - `model`: the checked model.
+//! - `routing`: the checks of nodes, trunks, route groups, route lists and route patterns.
 //! - `default.toml`: the embedded default topology, [`DEFAULT_TOML`].
 
 mod convert;
 mod error;
 mod file;
 mod model;
+mod routing;
 mod toml_error;
 
 use std::path::Path;
@@ -55,6 +57,18 @@ mod tests {
         assert_eq!(config.gatekeeper.seed, Some(7));
         assert_eq!(config.region(2).map(|r| r.name.as_str()), Some("branch"));
         assert_eq!(config.clan("pe-1").map(|c| c.kind), Some(ClanKind::Pe));
+    }
+
+    #[test]
+    fn default_calls_example_parses_when_uncommented() {
+        let text = DEFAULT_TOML
+            .replace("\n#: ", "\n")
+            .replace("\n#:\n", "\n\n");
+        let config = from_toml(&text, "default.toml").expect("the uncommented example is valid");
+        assert_eq!(config.nodes.len(), 2);
+        assert_eq!(config.trunks.len(), 2);
+        assert_eq!(config.route_patterns[0].pattern, "9.!");
+        assert_eq!(embedded_default().trunks.len(), 0);
     }
 
     #[test]

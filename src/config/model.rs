@@ -27,6 +27,17 @@ pub struct Config {
     pub tts: Vec<TtsRule>,
     /// `[admin]`.
     pub admin: AdminSettings,
+    /// `[[node]]`, in configuration order; when none is given, the nodes the C-LANs name,
+    /// in order of first mention, without a signalling address.
+    pub nodes: Vec<Node>,
+    /// `[[trunk]]`, in configuration order.
+    pub trunks: Vec<Trunk>,
+    /// `[[route_group]]`, in configuration order.
+    pub route_groups: Vec<RouteGroup>,
+    /// `[[route_list]]`, in configuration order.
+    pub route_lists: Vec<RouteList>,
+    /// `[[route_pattern]]`, in configuration order (the order that breaks ties).
+    pub route_patterns: Vec<RoutePattern>,
 }
 
 /// How GCF choice walks the regions of a tier (domain.md §1.3).
@@ -179,7 +190,128 @@ pub struct AdminSettings {
     pub token: Option<String>,
 }
 
+/// Index of a node in [`Config::nodes`].
+pub type NodeIdx = usize;
+/// Index of a trunk in [`Config::trunks`].
+pub type TrunkIdx = usize;
+/// Index of a route group in [`Config::route_groups`].
+pub type RouteGroupIdx = usize;
+/// Index of a route list in [`Config::route_lists`].
+pub type RouteListIdx = usize;
+
+/// `[[node]]`: a call-processing node of the cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Unique name; what C-LANs, trunks and route lists name.
+    pub name: String,
+    /// Unique number.
+    pub id: u32,
+    /// Its call signalling address (sent in ACF when it places a call); `None` for a node
+    /// only implied by the C-LANs.
+    pub address: Option<SocketAddr>,
+}
+
+/// What kind of trunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrunkKind {
+    /// A SIP trunk.
+    Sip,
+    /// An H.323 gateway.
+    H323,
+}
+
+/// Where a trunk or route list is active.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActiveOn {
+    /// These nodes, in order (a route list runs on the first).
+    Nodes(Vec<NodeIdx>),
+    /// `run_on_all_nodes = true`: every node.
+    AllNodes,
+}
+
+impl ActiveOn {
+    /// Whether it is active on `node`.
+    pub fn includes(&self, node: NodeIdx) -> bool {
+        match self {
+            ActiveOn::Nodes(nodes) => nodes.contains(&node),
+            ActiveOn::AllNodes => true,
+        }
+    }
+}
+
+/// `[[trunk]]`: a SIP trunk or H.323 gateway (neither registers; they are active on nodes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trunk {
+    /// Unique name.
+    pub name: String,
+    /// SIP or H.323.
+    pub kind: TrunkKind,
+    /// The nodes it is active on.
+    pub active_on: ActiveOn,
+    /// Its far end.
+    pub address: SocketAddr,
+    /// Calls at once, ≥ 1; `None` for no limit.
+    pub max_calls: Option<u32>,
+}
+
+/// How a route group picks its trunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Distribution {
+    /// Always from the first trunk, the next only when it is busy.
+    TopDown,
+    /// The starting trunk moves on by one each call.
+    Circular,
+}
+
+/// `[[route_group]]`: trunks in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteGroup {
+    /// Unique name.
+    pub name: String,
+    /// Its trunks, in order, each once.
+    pub trunks: Vec<TrunkIdx>,
+    /// How a trunk is picked.
+    pub distribution: Distribution,
+}
+
+/// `[[route_list]]`: route groups in order, tried top-down.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteList {
+    /// Unique name.
+    pub name: String,
+    /// Its route groups, in order, each once.
+    pub route_groups: Vec<RouteGroupIdx>,
+    /// Its node group (it runs on the first) or every node.
+    pub active_on: ActiveOn,
+}
+
+/// Where a route pattern sends a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteTarget {
+    /// Straight at a trunk.
+    Trunk(TrunkIdx),
+    /// At a route list.
+    RouteList(RouteListIdx),
+}
+
+/// `[[route_pattern]]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutePattern {
+    /// As written: digits, `*`, `#` literal; `X` one digit; `!` one or more digits; `.` the
+    /// access-code separator (matches nothing).
+    pub pattern: String,
+    /// Where it sends calls.
+    pub target: RouteTarget,
+}
+
 impl Config {
+    /// The node named `name`, if there is one.
+    pub fn node_index(&self, name: &str) -> Option<NodeIdx> {
+        self.nodes.iter().position(|node| node.name == name)
+    }
+
     /// The region numbered `id`, if it is defined.
     pub fn region(&self, id: RegionId) -> Option<&Region> {
         self.regions.iter().find(|region| region.id == id)

@@ -13,9 +13,11 @@
 //!
 //! What it keeps: per C-LAN loads ([`load`]), registrations ([`registry`]), GCF reservations
 //! (one per RAS source), the retransmission cache ([`retransmit`]), gatekeeper-sent URQs
-//! waiting for their UCF, and TTS phones waiting for a socket. The rules themselves are the
+//! waiting for their UCF, TTS phones waiting for a socket, and outbound trunk calls in
+//! progress ([`crate::calls`]). The rules themselves are the
 //! pure functions of [`policy`].
 
+mod calls_view;
 mod discovery;
 pub mod events;
 pub mod load;
@@ -35,6 +37,7 @@ use bytes::Bytes;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::calls::Calls;
 use crate::config::{Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
 use crate::ras::{self, MessageKind, RasMessage};
@@ -44,6 +47,7 @@ use registry::Registry;
 use retransmit::RetransmitCache;
 use topology::{ClanIdx, Topology};
 
+pub use calls_view::{CallView, TrunkNodeView, TrunkView};
 pub use snapshot::{ClanView, Placement, RegionView, RegistrationView, Snapshot};
 pub use stats::Stats;
 
@@ -153,6 +157,8 @@ pub struct Gatekeeper {
     timers: BTreeSet<(Instant, Timer)>,
     next_seq: u16,
     rng: ChaCha8Rng,
+    /// Outbound trunk calls in progress (domain.md §6), with their own generator.
+    calls: Calls,
     stats: Stats,
     events: EventQueue,
 }
@@ -173,6 +179,7 @@ impl Gatekeeper {
             priority: clan.priority,
         }));
         let rng = ChaCha8Rng::seed_from_u64(config.gatekeeper.seed.unwrap_or(0));
+        let calls = Calls::new(&config, config.gatekeeper.seed.unwrap_or(0));
         Ok(Gatekeeper {
             config,
             gatekeeper_id,
@@ -187,6 +194,7 @@ impl Gatekeeper {
             timers: BTreeSet::new(),
             next_seq: 0,
             rng,
+            calls,
             stats: Stats::default(),
             events: EventQueue::default(),
         })
@@ -495,6 +503,7 @@ impl Gatekeeper {
     /// Frees a registration's socket and forgets it.
     fn unregister(&mut self, key: u64, reason: Ending) -> Option<registry::Registration> {
         let registration = self.registry.remove(key)?;
+        self.calls.end_all_of(key);
         self.disarm(registration.expires, Timer::Registration(key));
         if let Some(clan) = registration.socket {
             self.loads.remove_socket(clan);

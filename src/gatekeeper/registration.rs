@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use super::events::{Ending, Event};
 use super::registry::{self, Registration};
 use super::{policy, Gatekeeper, Timer, TTS_RETRY};
+use crate::calls::NoRoute;
+use crate::config::NodeIdx;
 use crate::ras::asn::{
     self, AdmissionRequest, BandwidthRequest, DisengageRequest, InfoRequestResponse,
     RegistrationRequest, UnregistrationRequest,
@@ -362,51 +364,121 @@ impl Gatekeeper {
         }
     }
 
-    /// An ARQ, until call placement lands: a registered caller calling a registered alias
-    /// gets that endpoint's call signalling address; anything else is refused.
+    /// An ARQ from a registered endpoint: a registered alias in `destinationInfo` gets
+    /// that endpoint's call signalling address; otherwise the dialled digits go through
+    /// digit analysis to a trunk, and the ACF names the node that places the call
+    /// (domain.md §6). No pattern: ARJ `calledPartyNotRegistered`; every trunk busy: ARJ
+    /// `resourceUnavailable`.
     pub(super) fn admission_request(
         &mut self,
         from: SocketAddr,
         arq: &AdmissionRequest,
     ) -> Option<RasMessage> {
         let seq = arq.request_seq_num.0;
-        if self.registered(&arq.endpoint_identifier, from).is_none() {
+        let Some(caller) = self.registered(&arq.endpoint_identifier, from) else {
             self.note_reject("ARJ", "callerNotRegistered");
             return Some(reply::admission_reject(seq, ArjReason::CallerNotRegistered));
-        }
-        let callee = arq
+        };
+        let destination: Vec<Alias> = arq
             .destination_info
             .iter()
             .flatten()
             .map(Alias::from_asn)
-            .find_map(|alias| self.registry.by_alias(&alias))
+            .collect();
+        let callee = destination
+            .iter()
+            .find_map(|alias| self.registry.by_alias(alias))
             .and_then(|key| self.registry.get(key))
             .and_then(|r| r.call_signal_address.first().copied());
-        match callee {
-            Some(address) => Some(reply::admission_confirm(
+        if let Some(address) = callee {
+            return Some(reply::admission_confirm(
                 seq,
                 address,
                 arq.band_width.0,
                 false,
-            )),
-            None => {
-                self.note_reject("ARJ", "calledPartyNotRegistered");
-                Some(reply::admission_reject(
-                    seq,
-                    ArjReason::CalledPartyNotRegistered,
-                ))
-            }
+            ));
         }
+        // The answering side of a call is never routed out through a trunk.
+        let digits = destination.iter().find_map(|alias| match alias {
+            Alias::DialledDigits(digits) if !arq.answer_call => Some(digits.as_str()),
+            _ => None,
+        });
+        let Some(digits) = digits else {
+            return Some(self.reject_arq(seq, ArjReason::CalledPartyNotRegistered));
+        };
+        let key = (caller, call_id(arq));
+        if let Some(call) = self.calls.get(&key) {
+            // The same call asked again (not a retransmission): the same node, counted once.
+            let node = call.route.node;
+            return Some(match self.config.nodes.get(node).and_then(|n| n.address) {
+                Some(address) => reply::admission_confirm(seq, address, arq.band_width.0, false),
+                None => self.reject_arq(seq, ArjReason::ResourceUnavailable),
+            });
+        }
+        let Some(phone_node) = self.phone_node(caller) else {
+            return Some(self.reject_arq(seq, ArjReason::CalledPartyNotRegistered));
+        };
+        let route = match self.calls.route(&self.config, digits, phone_node) {
+            Ok(route) => route,
+            Err(NoRoute::NoPattern) => {
+                return Some(self.reject_arq(seq, ArjReason::CalledPartyNotRegistered))
+            }
+            Err(NoRoute::AllBusy) => {
+                return Some(self.reject_arq(seq, ArjReason::ResourceUnavailable))
+            }
+        };
+        let Some(address) = self.config.nodes.get(route.node).and_then(|n| n.address) else {
+            return Some(self.reject_arq(seq, ArjReason::ResourceUnavailable));
+        };
+        self.calls.begin(key, digits, route);
+        tracing::debug!(
+            trunk = %self.config.trunks[route.trunk].name,
+            node = %self.config.nodes[route.node].name,
+            hops = route.hops(),
+            "ACF for a trunk call"
+        );
+        Some(reply::admission_confirm(
+            seq,
+            address,
+            arq.band_width.0,
+            false,
+        ))
     }
 
-    /// A DRQ: DCF for a registered endpoint, DRJ `notRegistered` otherwise.
+    /// Counts an ARJ and builds it.
+    fn reject_arq(&mut self, seq: u16, reason: ArjReason) -> RasMessage {
+        let name = match reason {
+            ArjReason::CalledPartyNotRegistered => "calledPartyNotRegistered",
+            ArjReason::ResourceUnavailable => "resourceUnavailable",
+            ArjReason::CallerNotRegistered => "callerNotRegistered",
+            _ => "other",
+        };
+        self.note_reject("ARJ", name);
+        reply::admission_reject(seq, reason)
+    }
+
+    /// The node of a registered endpoint: that of the C-LAN holding its socket, else of the
+    /// C-LAN it registered at.
+    fn phone_node(&self, key: u64) -> Option<NodeIdx> {
+        let registration = self.registry.get(key)?;
+        let clan = registration.socket.unwrap_or(registration.registered_via);
+        self.config.node_index(&self.config.clans.get(clan)?.node)
+    }
+
+    /// A DRQ: DCF for a registered endpoint (ending its call, if it holds one under the
+    /// DRQ's `callIdentifier`), DRJ `notRegistered` otherwise.
     pub(super) fn disengage_request(
         &mut self,
         from: SocketAddr,
         drq: &DisengageRequest,
     ) -> Option<RasMessage> {
         let seq = drq.request_seq_num.0;
-        if self.registered(&drq.endpoint_identifier, from).is_some() {
+        if let Some(caller) = self.registered(&drq.endpoint_identifier, from) {
+            let guid = drq
+                .call_identifier
+                .as_ref()
+                .map_or(&drq.conference_id.0, |id| &id.guid);
+            self.calls.end(&(caller, guid_bytes(guid)));
             Some(reply::disengage_confirm(seq))
         } else {
             self.note_reject("DRJ", "notRegistered");
@@ -429,4 +501,21 @@ impl Gatekeeper {
             Some(reply::bandwidth_reject_not_bound(seq))
         }
     }
+}
+
+/// The call an ARQ is about: its `callIdentifier`, else its `conferenceID`.
+fn call_id(arq: &AdmissionRequest) -> [u8; 16] {
+    let guid = arq
+        .call_identifier
+        .as_ref()
+        .map_or(&arq.conference_id.0, |id| &id.guid);
+    guid_bytes(guid)
+}
+
+fn guid_bytes(guid: &crate::ras::asn::GloballyUniqueID) -> [u8; 16] {
+    let mut bytes = [0; 16];
+    for (to, from) in bytes.iter_mut().zip(guid.0.iter()) {
+        *to = *from;
+    }
+    bytes
 }

@@ -165,6 +165,14 @@ async fn clan(
         .ok_or_else(|| AdminError::NotFound(format!("no C-LAN is named {name:?}")))
 }
 
+async fn calls(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
+    Ok(Json(admin.ask(Query::Calls).await?))
+}
+
+async fn trunks(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
+    Ok(Json(admin.ask(Query::Trunks).await?))
+}
+
 async fn regions(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
     Ok(Json(admin.ask(Query::Regions).await?))
 }
@@ -366,6 +374,8 @@ fn router(admin: Admin) -> Router {
         .route("/api/registrations", get(registrations))
         .route("/api/registrations/{endpoint_id}", delete(unregister))
         .route("/api/placement", get(placement))
+        .route("/api/calls", get(calls))
+        .route("/api/trunks", get(trunks))
         .route("/api/events", get(events))
         .route("/metrics", get(metrics))
         .fallback(not_found)

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::gatekeeper::stats::LATENCY_BOUNDS_US;
-use crate::gatekeeper::{ClanView, Counts, Gatekeeper, Stats};
+use crate::gatekeeper::{ClanView, Counts, Gatekeeper, Stats, TrunkView};
 use crate::ras::MessageKind;
 
 /// A per-C-LAN gauge: name, help, how to read it.
@@ -19,6 +19,8 @@ pub(crate) struct Figures {
     stats: Stats,
     clans: Vec<ClanView>,
     counts: Counts,
+    trunks: Vec<TrunkView>,
+    call_hops: u64,
 }
 
 impl Figures {
@@ -27,7 +29,50 @@ impl Figures {
             stats: gatekeeper.stats().clone(),
             clans: gatekeeper.clans(),
             counts: gatekeeper.counts(),
+            trunks: gatekeeper.trunks(),
+            call_hops: gatekeeper.call_hops_total(),
         }
+    }
+
+    /// Outbound trunk calls: in progress and placed per trunk and node, and hops.
+    fn render_trunks(&self, out: &mut String) {
+        for (name, help, kind) in [
+            (
+                "rasgk_trunk_calls",
+                "Trunk calls in progress, by trunk and placing node.",
+                "gauge",
+            ),
+            (
+                "rasgk_trunk_calls_total",
+                "Trunk calls placed, by trunk and placing node.",
+                "counter",
+            ),
+        ] {
+            header(out, name, help, kind);
+            for trunk in &self.trunks {
+                for node in &trunk.per_node {
+                    let value = if kind == "gauge" {
+                        u64::from(node.active)
+                    } else {
+                        node.total
+                    };
+                    let _ = writeln!(
+                        out,
+                        "{name}{{trunk=\"{}\",node=\"{}\"}} {value}",
+                        escape(&trunk.name),
+                        escape(&node.node)
+                    );
+                }
+            }
+        }
+        let name = "rasgk_call_hops_total";
+        header(
+            out,
+            name,
+            "Intra-cluster hops of trunk calls (phone to route-list node, calling to placing node).",
+            "counter",
+        );
+        let _ = writeln!(out, "{name} {}", self.call_hops);
     }
 
     /// The exposition text.
@@ -181,6 +226,7 @@ impl Figures {
             header(&mut out, name, help, "gauge");
             let _ = writeln!(out, "{name} {value}");
         }
+        self.render_trunks(&mut out);
         let name = "rasgk_registration_latency_seconds";
         header(
             &mut out,

@@ -28,8 +28,8 @@ use crate::config::Config;
 
 use crate::gatekeeper::events::Event;
 use crate::gatekeeper::{
-    ClanView, Gatekeeper, Placement, RegionView, RegistrationView, StartError, Transmit,
-    UnknownClan, UnknownEndpoint,
+    CallView, ClanView, Gatekeeper, Placement, RegionView, RegistrationView, StartError, Transmit,
+    TrunkView, UnknownClan, UnknownEndpoint,
 };
 use crate::ras::Alias;
 
@@ -74,6 +74,8 @@ pub(crate) enum Query {
     Clans(oneshot::Sender<Vec<ClanView>>),
     Regions(oneshot::Sender<Vec<RegionView>>),
     Registrations(oneshot::Sender<Vec<RegistrationView>>),
+    Calls(oneshot::Sender<Vec<CallView>>),
+    Trunks(oneshot::Sender<Vec<TrunkView>>),
     Placement {
         ip: IpAddr,
         aliases: Vec<Alias>,
@@ -265,6 +267,12 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
         }
         Query::Registrations(reply) => {
             let _ = reply.send(gatekeeper.registrations());
+        }
+        Query::Calls(reply) => {
+            let _ = reply.send(gatekeeper.calls());
+        }
+        Query::Trunks(reply) => {
+            let _ = reply.send(gatekeeper.trunks());
         }
         Query::Placement { ip, aliases, reply } => {
             let _ = reply.send(gatekeeper.placement(ip, &aliases));
