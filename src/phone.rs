@@ -81,6 +81,20 @@ pub enum Answer {
         /// `rejectReason`.
         reason: String,
     },
+    /// ACF: the call may go to `dest` (for a trunk call, the placing node).
+    Acf {
+        /// `requestSeqNum`.
+        seq: u16,
+        /// `destCallSignalAddress`.
+        dest: Option<SocketAddr>,
+    },
+    /// ARJ.
+    Arj {
+        /// `requestSeqNum`.
+        seq: u16,
+        /// `rejectReason`.
+        reason: String,
+    },
     /// Anything else, by short name.
     Other {
         /// `GCF`, `XRS`, ….
@@ -149,6 +163,14 @@ impl Answer {
                     .unwrap_or_default(),
             },
             RasMessage::unregistrationConfirm(_) => Answer::Ucf { seq },
+            RasMessage::admissionConfirm(acf) => Answer::Acf {
+                seq,
+                dest: socket_addr(&acf.dest_call_signal_address),
+            },
+            RasMessage::admissionReject(arj) => Answer::Arj {
+                seq,
+                reason: choice_name(&arj.reject_reason),
+            },
             RasMessage::unregistrationReject(urj) => Answer::Urj {
                 seq,
                 reason: choice_name(&urj.reject_reason),
@@ -170,6 +192,8 @@ impl Answer {
             | Answer::Urq { seq, .. }
             | Answer::Ucf { seq }
             | Answer::Urj { seq, .. }
+            | Answer::Acf { seq, .. }
+            | Answer::Arj { seq, .. }
             | Answer::Other { seq, .. } => *seq,
         }
     }
@@ -269,6 +293,42 @@ impl Phone {
             reason: None,
             agl: &[],
         }))
+    }
+
+    /// An ARQ for an outbound call to `dialled` (digits), or `None` before the phone has an
+    /// endpoint id or when `dialled` is not dialledDigits.
+    pub fn arq(&mut self, dialled: &str, call_id: [u8; 16]) -> Option<Vec<u8>> {
+        let seq = self.next_seq();
+        let endpoint_id = self.endpoint_id.as_ref()?;
+        let destination = [Alias::dialled_digits(dialled).ok()?];
+        Some(encode(&request::admission_request(&request::Arq {
+            request_seq_num: seq,
+            endpoint_id,
+            destination: &destination,
+            source: &self.aliases,
+            call: request::Call {
+                call_reference_value: u16::from_be_bytes([call_id[14], call_id[15]]),
+                conference_id: call_id,
+                call_id,
+            },
+            band_width: 1280,
+            answer_call: false,
+        })))
+    }
+
+    /// A DRQ ending the call `call_id`, or `None` before the phone has an endpoint id.
+    pub fn drq(&mut self, call_id: [u8; 16]) -> Option<Vec<u8>> {
+        let seq = self.next_seq();
+        let endpoint_id = self.endpoint_id.as_ref()?;
+        Some(encode(&request::disengage_request(
+            seq,
+            endpoint_id,
+            request::Call {
+                call_reference_value: u16::from_be_bytes([call_id[14], call_id[15]]),
+                conference_id: call_id,
+                call_id,
+            },
+        )))
     }
 
     /// A UCF answering a gatekeeper-sent URQ.

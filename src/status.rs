@@ -51,6 +51,11 @@ pub fn admin_address(text: &str) -> Result<SocketAddr, StatusError> {
         .ok_or_else(|| StatusError::BadAddress(text.to_string()))
 }
 
+/// The body of `GET path` on the admin port (HTTP 200 only).
+pub fn get_json(address: SocketAddr, path: &'static str) -> Result<String, StatusError> {
+    get(address, path)
+}
+
 fn get(address: SocketAddr, path: &'static str) -> Result<String, StatusError> {
     let unreachable = |source| StatusError::Unreachable {
         address: address.to_string(),

@@ -244,3 +244,90 @@ fn ten_percent_loss_each_way_still_registers_every_phone_once() {
     );
     let _ = std::fs::remove_file(config);
 }
+
+#[test]
+fn a_storm_with_calls_reports_the_per_node_distribution() {
+    let served = Served::start(
+        &["--config", &fixture("storm-calls.toml")],
+        "127.0.32.1:7000".parse().unwrap(),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args([
+            "storm",
+            "--target",
+            "127.0.32.1:1719",
+            "--admin",
+            "127.0.32.1:7000",
+            "--phones",
+            "300",
+            "--calls",
+            "2",
+            "--dial",
+            "9",
+            "--json",
+        ])
+        .output()
+        .expect("rasgk storm runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["registered"], 300);
+    assert_eq!(report["calls"], 600);
+    assert_eq!(report["calls_refused"], 0);
+    let node_of = |address: &str| match address {
+        "127.0.32.101:1720" => "cm1",
+        "127.0.32.102:1720" => "cm2",
+        "127.0.32.103:1720" => "cm3",
+        other => panic!("{other} is no node"),
+    };
+    let seen: BTreeMap<String, u64> = report["calls_per_node"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(address, n)| (node_of(address).to_string(), n.as_u64().unwrap()))
+        .collect();
+    let reported: BTreeMap<String, u64> =
+        serde_json::from_value(report["trunk_calls_per_node"].clone()).unwrap();
+    // /api/trunks: calls placed since start per node.
+    let trunks = served.get_json("/api/trunks");
+    let mut admin: BTreeMap<String, u64> = BTreeMap::new();
+    for trunk in trunks.as_array().unwrap() {
+        for node in trunk["per_node"].as_array().unwrap() {
+            let total = node["total"].as_u64().unwrap();
+            if total > 0 {
+                *admin
+                    .entry(node["node"].as_str().unwrap().to_string())
+                    .or_default() += total;
+            }
+        }
+    }
+    assert_eq!(
+        seen, admin,
+        "what the phones were told is what /api/trunks counted"
+    );
+    assert_eq!(
+        reported
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .collect::<BTreeMap<_, _>>(),
+        admin
+    );
+    assert!(
+        !seen.contains_key("cm1"),
+        "the trunk is not active on cm1: {seen:?}"
+    );
+    // Half the phones are on c2 (cm2): their 300 calls leave from cm2; the cm1 phones' 300
+    // go to cm2 or cm3 at random, so both carry some.
+    assert!(seen["cm2"] >= 300, "{seen:?}");
+    assert!(seen.get("cm3").copied().unwrap_or(0) > 50, "{seen:?}");
+    let active: u64 = trunks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["active"].as_u64().unwrap())
+        .sum();
+    assert_eq!(active, 0, "every call ended with DRQ");
+}

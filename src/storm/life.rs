@@ -30,6 +30,12 @@ pub(super) struct Plan {
     pub unregister: bool,
     /// Where to record every datagram, if anywhere.
     pub record: Option<Arc<Mutex<Vec<Datagram>>>>,
+    /// Outbound calls each phone places once registered (ARQ, then DRQ).
+    pub calls: u32,
+    /// The digits each call dials (the phone's extension is appended).
+    pub dial: String,
+    /// How long each call is held between ACF and DRQ.
+    pub hold: Duration,
 }
 
 /// How one phone's life went.
@@ -53,6 +59,10 @@ pub(super) struct Outcome {
     pub dropped: u64,
     /// Unregistered at the end with UCF.
     pub unregistered: bool,
+    /// `destCallSignalAddress` of each ACF (for a trunk call, the placing node).
+    pub calls: Vec<SocketAddr>,
+    /// Calls refused, by reason (`"ARJ resourceUnavailable"`) — also in `rejects`.
+    pub calls_refused: u64,
 }
 
 /// A phone with its socket, its loss generator and its record.
@@ -62,6 +72,8 @@ pub(super) struct Life<'a> {
     pub rng: ChaCha8Rng,
     pub plan: &'a Plan,
     pub outcome: Outcome,
+    /// This phone's seed (also the first half of its call identifiers).
+    seed: u64,
 }
 
 fn wall_time() -> Duration {
@@ -78,6 +90,46 @@ impl<'a> Life<'a> {
             rng: ChaCha8Rng::seed_from_u64(seed),
             plan,
             outcome: Outcome::default(),
+            seed,
+        }
+    }
+
+    /// The plan's calls: ARQ at the C-LAN it registered at, hold, DRQ.
+    async fn place_calls(&mut self) {
+        let Some(clan) = self.outcome.clan else {
+            return;
+        };
+        let extension = self
+            .phone
+            .aliases
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let dialled = format!("{}{}", self.plan.dial, extension);
+        for call in 0..self.plan.calls {
+            let mut call_id = [0u8; 16];
+            call_id[..8].copy_from_slice(&self.seed.to_be_bytes());
+            call_id[8..12].copy_from_slice(&call.to_be_bytes());
+            call_id[12..].copy_from_slice(b"call");
+            let Some(arq) = self.phone.arq(&dialled, call_id) else {
+                return;
+            };
+            match self.exchange(clan, &arq).await {
+                Some(Answer::Acf {
+                    dest: Some(dest), ..
+                }) => {
+                    self.outcome.calls.push(dest);
+                    tokio::time::sleep(self.plan.hold).await;
+                    if let Some(drq) = self.phone.drq(call_id) {
+                        let _ = self.exchange(clan, &drq).await;
+                    }
+                }
+                Some(Answer::Arj { reason, .. }) => {
+                    self.outcome.calls_refused += 1;
+                    self.note_reject("ARJ", &reason);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -232,6 +284,9 @@ impl<'a> Life<'a> {
     ) -> Outcome {
         let started = Instant::now();
         let ok = self.register(started, Vec::new()).await;
+        if ok {
+            self.place_calls().await;
+        }
         let _ = registered.send(ok);
         if !ok {
             return self.outcome;

@@ -68,6 +68,15 @@ pub struct StormArgs {
     /// re-registration after gatekeeper URQs).
     #[arg(long, value_name = "S", default_value_t = 0.0)]
     pub duration: f64,
+    /// Outbound calls each phone places once registered: ARQ at its C-LAN, then DRQ.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub calls: u32,
+    /// Digits each call dials; the phone's extension is appended (e.g. 9 → 960001).
+    #[arg(long, value_name = "DIGITS", default_value = "9")]
+    pub dial: String,
+    /// Milliseconds each call is held between ACF and DRQ.
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub hold_ms: u64,
     /// Unregister every phone (URQ) at the end.
     #[arg(long)]
     pub unregister: bool,
@@ -152,6 +161,11 @@ impl StormArgs {
         if !(self.duration.is_finite() && self.duration >= 0.0) {
             return bad("--duration must be 0 or more".into());
         }
+        if self.calls > 0
+            && (self.dial.is_empty() || !self.dial.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return bad(format!("--dial {:?} must be digits", self.dial));
+        }
         if self.timeout_ms == 0 {
             return bad("--timeout-ms must be at least 1".into());
         }
@@ -209,6 +223,22 @@ async fn load_now(admin: SocketAddr) -> Option<(BTreeMap<String, u64>, BTreeMap<
     Some((clans, regions))
 }
 
+/// Calls placed since start per node, summed over trunks, from `/api/trunks`.
+async fn trunk_totals(admin: SocketAddr) -> Option<BTreeMap<String, u64>> {
+    let body = tokio::task::spawn_blocking(move || crate::status::get_json(admin, "/api/trunks"))
+        .await
+        .ok()?
+        .ok()?;
+    let trunks: Vec<crate::gatekeeper::TrunkView> = serde_json::from_str(&body).ok()?;
+    let mut per_node = BTreeMap::new();
+    for trunk in trunks {
+        for node in trunk.per_node {
+            *per_node.entry(node.node).or_insert(0) += node.total;
+        }
+    }
+    Some(per_node)
+}
+
 /// Runs a storm and reports.
 pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     args.check()?;
@@ -244,6 +274,9 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
         give_up: started + Duration::from_secs_f64(args.give_up_s),
         unregister: args.unregister,
         record: record.clone(),
+        calls: args.calls,
+        dial: args.dial.clone(),
+        hold: Duration::from_millis(args.hold_ms),
     });
     let admin = admin_of(args);
     let admin_answers = match admin {
@@ -351,6 +384,16 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
             }
         }
     }
+    let mut calls_per_node = BTreeMap::new();
+    for (_, _, outcome) in &outcomes {
+        for dest in &outcome.calls {
+            *calls_per_node.entry(dest.to_string()).or_insert(0) += 1;
+        }
+    }
+    let trunk_nodes = match (admin, admin_answers, args.calls > 0) {
+        (Some(admin), true, true) => trunk_totals(admin).await,
+        _ => None,
+    };
     let registered = outcomes.iter().filter(|(_, _, o)| o.registered).count();
     let registration_s = last.duration_since(started).as_secs_f64();
     let (clans, regions, clans_source) = match final_load {
@@ -378,6 +421,10 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
         regions,
         registered_at,
         load: samples.lock().map(|s| s.clone()).unwrap_or_default(),
+        calls: outcomes.iter().map(|(_, _, o)| o.calls.len() as u64).sum(),
+        calls_refused: outcomes.iter().map(|(_, _, o)| o.calls_refused).sum(),
+        calls_per_node,
+        trunk_calls_per_node: trunk_nodes.unwrap_or_default(),
         seed: args.seed,
         loss: args.loss,
     };

@@ -83,6 +83,16 @@ pub struct Report {
     pub registered_at: BTreeMap<String, u64>,
     /// The load over time (when the admin port answered).
     pub load: Vec<LoadSample>,
+    /// Calls that got an ACF.
+    pub calls: u64,
+    /// Calls refused (ARJ).
+    pub calls_refused: u64,
+    /// ACFs per `destCallSignalAddress` (for trunk calls, the placing node), as the phones saw
+    /// them.
+    pub calls_per_node: BTreeMap<String, u64>,
+    /// Calls placed since start per node from the admin port's `/api/trunks` (summed over
+    /// trunks), when it answered.
+    pub trunk_calls_per_node: BTreeMap<String, u64>,
     /// The storm's seed.
     pub seed: u64,
     /// The simulated loss, each way.
@@ -127,6 +137,30 @@ impl Report {
                 "{} gatekeeper URQs answered, {} unregistered at the end",
                 self.gatekeeper_urqs, self.unregistered
             );
+        }
+        if self.calls > 0 || self.calls_refused > 0 {
+            let _ = writeln!(
+                out,
+                "{} calls placed, {} refused; per destination (node): {}",
+                self.calls,
+                self.calls_refused,
+                self.calls_per_node
+                    .iter()
+                    .map(|(at, n)| format!("{at} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            if !self.trunk_calls_per_node.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  per node (/api/trunks): {}",
+                    self.trunk_calls_per_node
+                        .iter()
+                        .map(|(node, n)| format!("{node} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
         }
         let _ = writeln!(out, "sockets per C-LAN ({}):", self.clans_source);
         let width = self.clans.keys().map(String::len).max().unwrap_or(4);
