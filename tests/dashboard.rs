@@ -218,6 +218,13 @@ fn the_dashboard_follows_the_clans_without_a_reload() {
         "#refreshes did not count up"
     );
 
+    // The trunk panel shows the fixture's trunk, no call in progress.
+    page.wait_until(
+        "the trunk panel to list sip-pstn",
+        "(() => { const row = document.querySelector('[data-trunk=\"sip-pstn\"]'); \
+         return row !== null && row.dataset.active === '0'; })()",
+    );
+
     // Every registration after the page opened is in its events list, newest first.
     let ids_js = serde_json::to_string(&later_ids).unwrap();
     page.wait_until(
