@@ -530,10 +530,10 @@ fn calls_and_trunks_show_where_trunk_calls_leave() {
     }))
     .unwrap();
     match p.ask(clan, &arq) {
-        Answer::Other {
-            kind: MessageKind::Acf,
-            ..
-        } => {}
+        Answer::Acf { dest, .. } => {
+            let cm2 = SocketAddr::from(([127, 0, lab.net, 102], 1720));
+            assert_eq!(dest, Some(cm2), "the call leaves from cm2's address");
+        }
         other => panic!("ACF expected, got {other:?}"),
     }
     let calls = lab.get("/api/calls");
