@@ -239,9 +239,41 @@ async fn trunk_totals(admin: SocketAddr) -> Option<BTreeMap<String, u64>> {
     Some(per_node)
 }
 
+/// Raises this process's open-file limit so every phone can have its socket: the soft limit
+/// up to the hard one, and the hard one too where the system allows (root). Best effort: when
+/// it fails, binding says so with a hint.
+fn raise_file_limit(phones: usize) {
+    #[cfg(unix)]
+    {
+        let want = (phones as libc::rlim_t).saturating_add(256);
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= want {
+                return;
+            }
+            let raised = libc::rlimit {
+                rlim_cur: want,
+                rlim_max: limit.rlim_max.max(want),
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
+                let soft = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                libc::setrlimit(libc::RLIMIT_NOFILE, &soft);
+            }
+        }
+    }
+}
+
 /// Runs a storm and reports.
 pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     args.check()?;
+    raise_file_limit(args.phones);
     let specs = args.phones();
     let mut sockets = Vec::with_capacity(specs.len());
     for (index, (phone, _)) in specs.iter().enumerate() {
