@@ -29,8 +29,10 @@ impl Gatekeeper {
         let own_socket = self
             .registry
             .by_source(from)
-            .and_then(|key| self.registry.get(key)?.socket)
-            .filter(|&clan| !self.registry_is_tts(from) && self.loads.get(clan).in_service);
+            .and_then(|key| self.registry.get(key))
+            .filter(|registration| !registration.tts)
+            .and_then(|registration| registration.socket)
+            .filter(|&clan| self.loads.get(clan).in_service);
         if let Some(own) = own_socket {
             self.loads.remove_socket(own);
         }
@@ -74,12 +76,5 @@ impl Gatekeeper {
             &self.gatekeeper_id,
             self.config.clans[clan].address,
         ))
-    }
-
-    fn registry_is_tts(&self, source: SocketAddr) -> bool {
-        self.registry
-            .by_source(source)
-            .and_then(|key| self.registry.get(key))
-            .is_some_and(|r| r.tts)
     }
 }

@@ -249,25 +249,20 @@ impl Gatekeeper {
         from: SocketAddr,
         datagram: &[u8],
     ) -> Vec<Transmit> {
-        let reply_from = if local.ip().is_multicast() {
-            self.config.gatekeeper.discovery
-        } else {
-            local
-        };
         // Fast path: a retransmission is answered from the cache without decoding it, so a
         // storm of retransmissions costs a hash and a lookup each.
+        let mut checked = None;
         if let (Some(kind), Some(seq)) = (
             ras::peek_kind(datagram),
             ras::peek_request_seq_num(datagram),
         ) {
             if kind.is_request() {
-                self.retransmits.expire(now);
                 let fingerprint = retransmit::fingerprint(datagram);
-                if let Some(replies) = self.retransmits.lookup((local, from, seq), fingerprint) {
-                    let replies = replies.to_vec();
+                if let Some(replies) = self.cached(now, (local, from, seq), fingerprint) {
                     self.stats.received[kind as usize] += 1;
-                    return self.answer_again(replies);
+                    return replies;
                 }
+                checked = Some(fingerprint);
             }
         }
         let message = match ras::decode(datagram) {
@@ -278,13 +273,14 @@ impl Gatekeeper {
                 return match ras::peek_request_seq_num(datagram) {
                     Some(seq) => {
                         let xrs = reply::unknown_message_response(seq, datagram);
+                        let reply_from = self.reply_from(local);
                         self.send(reply_from, from, &xrs).into_iter().collect()
                     }
                     None => Vec::new(),
                 };
             }
         };
-        self.handle_message(now, local, from, &message, datagram)
+        self.respond(now, local, from, &message, datagram, checked)
     }
 
     /// Handles one decoded message; `datagram` is its encoding (for the retransmission cache
@@ -297,26 +293,60 @@ impl Gatekeeper {
         message: &RasMessage,
         datagram: &[u8],
     ) -> Vec<Transmit> {
+        self.respond(now, local, from, message, datagram, None)
+    }
+
+    /// The address replies leave from: the discovery socket for multicast requests.
+    fn reply_from(&self, local: SocketAddr) -> SocketAddr {
+        if local.ip().is_multicast() {
+            self.config.gatekeeper.discovery
+        } else {
+            local
+        }
+    }
+
+    /// The cached replies to an identical earlier request, counted as sent again.
+    fn cached(
+        &mut self,
+        now: Instant,
+        key: (SocketAddr, SocketAddr, u16),
+        fingerprint: u64,
+    ) -> Option<Vec<Transmit>> {
+        self.retransmits.expire(now);
+        let replies = self.retransmits.lookup(key, fingerprint)?.to_vec();
+        Some(self.answer_again(replies))
+    }
+
+    /// Answers a decoded message. `checked` is the fingerprint of a request whose cache
+    /// lookup [`handle`](Gatekeeper::handle) already made (and missed).
+    fn respond(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+        message: &RasMessage,
+        datagram: &[u8],
+        checked: Option<u64>,
+    ) -> Vec<Transmit> {
         let kind = ras::kind(message);
         let seq = ras::request_seq_num(message);
         let span = tracing::debug_span!("ras", peer = %from, kind = kind.short_name(), seq);
         let _entered = span.enter();
         self.stats.received[kind as usize] += 1;
-        let reply_from = if local.ip().is_multicast() {
-            self.config.gatekeeper.discovery
-        } else {
-            local
-        };
         if !kind.is_request() {
             self.handle_response(from, kind, seq);
             return Vec::new();
         }
-        let fingerprint = retransmit::fingerprint(datagram);
-        self.retransmits.expire(now);
-        if let Some(replies) = self.retransmits.lookup((local, from, seq), fingerprint) {
-            let replies = replies.to_vec();
-            return self.answer_again(replies);
-        }
+        let fingerprint = match checked {
+            Some(fingerprint) => fingerprint,
+            None => {
+                let fingerprint = retransmit::fingerprint(datagram);
+                if let Some(replies) = self.cached(now, (local, from, seq), fingerprint) {
+                    return replies;
+                }
+                fingerprint
+            }
+        };
         let reply = match message {
             RasMessage::gatekeeperRequest(grq) => self.gatekeeper_request(now, local, from, grq),
             RasMessage::registrationRequest(rrq) => {
@@ -332,6 +362,7 @@ impl Gatekeeper {
         let Some(reply) = reply else {
             return Vec::new();
         };
+        let reply_from = self.reply_from(local);
         let transmits: Vec<Transmit> = self.send(reply_from, from, &reply).into_iter().collect();
         self.retransmits
             .store(now, (local, from, seq), fingerprint, transmits.clone());
