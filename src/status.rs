@@ -51,48 +51,57 @@ pub fn admin_address(text: &str) -> Result<SocketAddr, StatusError> {
         .ok_or_else(|| StatusError::BadAddress(text.to_string()))
 }
 
-/// The body of `GET path` on the admin port (HTTP 200 only).
-pub fn get_json(address: SocketAddr, path: &'static str) -> Result<String, StatusError> {
-    get(address, path)
+/// One plain HTTP/1.1 `GET path` (`Connection: close`): the status code and the body, with
+/// chunked transfer encoding undone. An answer that is not HTTP is `InvalidData`.
+pub fn http_get(address: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let invalid =
+        |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
+    )?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    let text = String::from_utf8(response).map_err(|_| invalid("the answer is not UTF-8"))?;
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| invalid("the answer is not HTTP"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| invalid("the answer has no HTTP status"))?;
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        unchunk(body).ok_or_else(|| invalid("broken chunked encoding"))?
+    } else {
+        body.to_string()
+    };
+    Ok((status, body))
 }
 
-fn get(address: SocketAddr, path: &'static str) -> Result<String, StatusError> {
-    let unreachable = |source| StatusError::Unreachable {
-        address: address.to_string(),
-        source,
-    };
+/// The body of `GET path` on the admin port (HTTP 200 only).
+pub fn get_json(address: SocketAddr, path: &'static str) -> Result<String, StatusError> {
     let bad = |reason: String| StatusError::BadAnswer {
         address: address.to_string(),
         path,
         reason,
     };
-    let mut stream =
-        TcpStream::connect_timeout(&address, Duration::from_secs(3)).map_err(unreachable)?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(unreachable)?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
-    )
-    .map_err(unreachable)?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).map_err(unreachable)?;
-    let text = String::from_utf8(response).map_err(|_| bad("the answer is not UTF-8".into()))?;
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| bad("the answer is not HTTP".into()))?;
-    let status = head.split_whitespace().nth(1).unwrap_or("?");
-    if status != "200" {
-        return Err(bad(format!("HTTP status {status}: {}", body.trim())));
+    match http_get(address, path) {
+        Ok((200, body)) => Ok(body),
+        Ok((status, body)) => Err(bad(format!("HTTP status {status}: {}", body.trim()))),
+        Err(error) if error.kind() == std::io::ErrorKind::InvalidData => {
+            Err(bad(error.to_string()))
+        }
+        Err(source) => Err(StatusError::Unreachable {
+            address: address.to_string(),
+            source,
+        }),
     }
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        return unchunk(body).ok_or_else(|| bad("broken chunked encoding".into()));
-    }
-    Ok(body.to_string())
 }
 
 fn unchunk(mut rest: &str) -> Option<String> {
@@ -110,7 +119,7 @@ fn unchunk(mut rest: &str) -> Option<String> {
 
 /// Reads both views from the admin port.
 pub fn fetch(address: SocketAddr) -> Result<(Vec<ClanView>, Vec<RegionView>), StatusError> {
-    let parse = |path: &'static str| -> Result<String, StatusError> { get(address, path) };
+    let parse = |path: &'static str| get_json(address, path);
     let bad = |path: &'static str, error: serde_json::Error| StatusError::BadAnswer {
         address: address.to_string(),
         path,
