@@ -86,13 +86,31 @@ pub fn decode(bytes: &[u8]) -> Result<RasMessage, DecodeError> {
 
 /// Encodes a RAS message.
 pub fn encode(message: &RasMessage) -> Result<Vec<u8>, EncodeError> {
+    if let Some(octets) = super::hot::encode(message) {
+        return Ok(octets);
+    }
     let mut buffer = Vec::with_capacity(128);
-    encode_into(message, &mut buffer)?;
+    encode_generated(message, &mut buffer)?;
     Ok(buffer)
 }
 
-/// Encodes a RAS message into `buffer` (cleared first), reusing its allocation.
+/// Encodes a RAS message into `buffer` (cleared first), reusing its allocation. GCF and RCF
+/// of the shapes rasgk sends are written by the hand-written encoders of `hot`, the rest by
+/// the generated codec; the octets are the same either way.
 pub fn encode_into(message: &RasMessage, buffer: &mut Vec<u8>) -> Result<(), EncodeError> {
+    if let Some(octets) = super::hot::encode(message) {
+        buffer.clear();
+        buffer.extend_from_slice(&octets);
+        return Ok(());
+    }
+    encode_generated(message, buffer)
+}
+
+/// Encodes through the generated codec only.
+pub(crate) fn encode_generated(
+    message: &RasMessage,
+    buffer: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
     rasn::aper::encode_buf(message, buffer).map_err(|error| EncodeError {
         kind: super::kind(message),
         seq: super::request_seq_num(message),

@@ -23,7 +23,9 @@
 mod generated;
 
 mod address;
+mod aper;
 mod codec;
+mod hot;
 mod kind;
 mod peek;
 pub mod reply;
