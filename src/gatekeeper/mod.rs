@@ -17,6 +17,7 @@
 //! progress ([`crate::calls`]). The rules themselves are the
 //! pure functions of [`policy`].
 
+mod access;
 mod calls_view;
 mod discovery;
 pub mod events;
@@ -161,6 +162,10 @@ pub struct Gatekeeper {
     calls: Calls,
     stats: Stats,
     events: EventQueue,
+    /// Passwords of aliases and the newest token time stamps accepted.
+    passwords: access::Passwords,
+    /// The wall clock: this instant is this long after the UNIX epoch.
+    wall: (Instant, Duration),
 }
 
 impl Gatekeeper {
@@ -180,6 +185,13 @@ impl Gatekeeper {
         }));
         let rng = ChaCha8Rng::seed_from_u64(config.gatekeeper.seed.unwrap_or(0));
         let calls = Calls::new(&config, config.gatekeeper.seed.unwrap_or(0));
+        let passwords = access::Passwords::new(&config);
+        let wall = (
+            Instant::now(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default(),
+        );
         Ok(Gatekeeper {
             config,
             gatekeeper_id,
@@ -197,6 +209,8 @@ impl Gatekeeper {
             calls,
             stats: Stats::default(),
             events: EventQueue::default(),
+            passwords,
+            wall,
         })
     }
 
