@@ -27,6 +27,7 @@ mod registration;
 pub mod registry;
 pub mod retransmit;
 mod snapshot;
+pub mod state;
 pub mod stats;
 pub mod topology;
 
@@ -602,6 +603,12 @@ impl Gatekeeper {
         if in_service {
             return Vec::new();
         }
+        self.drain_clan(now, clan)
+    }
+
+    /// Drops a C-LAN's reservations and unregisters each phone with a socket on it by a
+    /// gatekeeper-sent URQ (`reregistrationRequired`) carrying its new AGL.
+    fn drain_clan(&mut self, now: Instant, clan: ClanIdx) -> Vec<Transmit> {
         let reserved: Vec<SocketAddr> = self
             .reservations
             .iter()

@@ -13,6 +13,7 @@
 mod admin;
 mod metrics;
 mod sockets;
+pub mod state_file;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -35,6 +36,9 @@ use crate::ras::Alias;
 
 pub use admin::AdminError;
 pub use sockets::bind_udp;
+pub use state_file::{StateFile, StateFileError};
+
+use crate::gatekeeper::state::{Restored, State};
 
 /// Why the server cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +113,10 @@ pub struct Server {
     readers: Vec<(SocketAddr, Arc<UdpSocket>)>,
     admin: tokio::net::TcpListener,
     admin_address: SocketAddr,
+    /// `--state FILE`, when given.
+    state_file: Option<StateFile>,
+    /// Datagrams to send as soon as it runs (URQs of a restore).
+    pending: Vec<Transmit>,
 }
 
 impl Server {
@@ -173,7 +181,42 @@ impl Server {
             readers,
             admin,
             admin_address,
+            state_file: None,
+            pending: Vec::new(),
         })
+    }
+
+    /// Keeps the state in `file` while it runs (and at shutdown), starting from `state`, the
+    /// file's contents at start, when there is one. What did not fit the configuration is
+    /// logged as a warning, one line each.
+    pub fn keep_state(&mut self, file: StateFile, state: Option<&State>) -> Option<Restored> {
+        let restored = state.and_then(|state| {
+            let wall = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            let config = self.gatekeeper.config().clone();
+            // The configuration started once already, so it starts again.
+            let (gatekeeper, restored) =
+                Gatekeeper::restore(config, state, Instant::now(), wall).ok()?;
+            self.gatekeeper = gatekeeper;
+            Some(restored)
+        });
+        if let Some(restored) = &restored {
+            tracing::info!(
+                path = %file.path.display(),
+                registrations = restored.registrations,
+                reservations = restored.reservations,
+                expired = restored.expired,
+                dropped = restored.dropped.len(),
+                "state restored"
+            );
+            for line in &restored.dropped {
+                tracing::warn!(path = %file.path.display(), "not restored: {line}");
+            }
+            self.pending.extend(restored.transmits.iter().cloned());
+        }
+        self.state_file = Some(file);
+        restored
     }
 
     /// The admin port's address (useful when `[admin] listen` has port 0).
@@ -189,7 +232,17 @@ impl Server {
             readers,
             admin,
             admin_address,
+            state_file,
+            pending,
         } = self;
+        send_all(&sockets, pending).await;
+        let mut persister = state_file.map(state_file::Persister::new);
+        let mut state_tick = tokio::time::interval(
+            persister
+                .as_ref()
+                .map_or(std::time::Duration::from_secs(3600), |p| p.interval()),
+        );
+        state_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let (datagrams_tx, mut datagrams) = mpsc::channel::<Datagram>(8192);
         let (queries_tx, mut queries) = mpsc::channel::<Query>(256);
         // Events for `/api/events`; a slow watcher lags and skips, it never holds the core.
@@ -236,6 +289,11 @@ impl Server {
                     let out = answer(&mut gatekeeper, query);
                     send_all(&sockets, out).await;
                 }
+                _ = state_tick.tick(), if persister.is_some() => {
+                    if let Some(persister) = persister.as_mut() {
+                        persister.save(&gatekeeper);
+                    }
+                }
             }
             for event in gatekeeper.drain_events() {
                 // No watcher connected is not an error.
@@ -243,6 +301,9 @@ impl Server {
             }
         }
         tasks.abort_all();
+        if let Some(persister) = persister {
+            persister.finish(&gatekeeper).await;
+        }
         let stats = gatekeeper.stats();
         tracing::info!(
             registrations = stats.registrations,
