@@ -40,6 +40,12 @@ enum Command {
     /// missing FILE is a first start; an unreadable or damaged one stops rasgk (exit 2)
     /// unless --discard-bad-state, which starts empty and keeps the bad file as FILE.bad.
     ///
+    /// Reload: SIGHUP (kill -HUP PID) reads --config FILE again without dropping
+    /// registrations: new C-LANs get their sockets, changed caps and service states apply
+    /// (admin changes the file did not touch stay), phones on a removed C-LAN get a URQ to
+    /// register elsewhere. A bad file is refused with an error naming the file and field, and
+    /// the running configuration stays. [admin] and multicast changes need a restart.
+    ///
     /// Access: [gatekeeper] strict_network_map refuses phones outside the network map;
     /// [[password]] aliases must prove their password (H.235 cryptoEPPwdHash) to register;
     /// [admin] listen off loopback requires [admin] token.
@@ -340,6 +346,9 @@ fn serve(
     runtime.block_on(async {
         match server::Server::bind(config).await {
             Ok(mut server) => {
+                if let Some(file) = file {
+                    server.reload_on_sighup(file.to_path_buf());
+                }
                 if let Some(state) = state {
                     server.keep_state(state.file, saved.as_ref());
                 }

@@ -1,5 +1,6 @@
-//! `Gatekeeper::snapshot_state` and `Gatekeeper::restore` in virtual time: what survives a
-//! restart, under the same configuration and under a changed one.
+//! `Gatekeeper::snapshot_state`, `Gatekeeper::restore` and `Gatekeeper::reload` in virtual
+//! time: what survives a restart, under the same configuration and under a changed one, and
+//! what a reload keeps of the running state.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -225,4 +226,53 @@ fn the_state_is_plain_json_that_reads_back_the_same() {
         value["registrations"][0]["aliases"][0],
         serde_json::json!({"kind": "dialled-digits", "value": "4001"})
     );
+}
+
+#[test]
+fn a_reload_keeps_admin_changes_the_file_did_not_touch() {
+    let now = Instant::now();
+    let mut gk = Gatekeeper::new(config(|_| {})).unwrap();
+    let mut p = phone(1);
+    assert_eq!(register(&mut gk, now, &mut p), "a");
+    let b = gk.clan_by_name("b").unwrap();
+    let a = gk.clan_by_name("a").unwrap();
+    assert!(gk.set_in_service(now, b, false).is_empty());
+    gk.set_cap(a, 1);
+    // The same file again: the administrator's changes stay.
+    let reloaded = gk.reload(now, config(|_| {})).unwrap();
+    assert_eq!(reloaded.registrations, 1);
+    assert!(reloaded.transmits.is_empty());
+    let view = |gk: &Gatekeeper, name: &str| {
+        let c = gk.clans().into_iter().find(|c| c.name == name).unwrap();
+        (c.sockets, c.max_sockets, c.in_service)
+    };
+    assert_eq!(view(&gk, "a"), (1, 1, true));
+    assert_eq!(view(&gk, "b"), (0, 2, false));
+    // A file that changes a's cap: the file's cap; b stays out of service.
+    gk.reload(now, config(|c| c.clans[0].max_sockets = 5))
+        .unwrap();
+    assert_eq!(view(&gk, "a"), (1, 5, true));
+    assert_eq!(view(&gk, "b"), (0, 2, false));
+    // The endpoint and its keep-alive are untouched; counters go on.
+    let rrq = p.keep_alive().unwrap();
+    assert!(matches!(
+        ask(&mut gk, now, "127.0.52.11:1719", &mut p, &rrq),
+        Answer::Rcf { .. }
+    ));
+    assert_eq!(gk.stats().registrations, 1);
+    assert_eq!(gk.stats().keep_alives, 1);
+}
+
+#[test]
+fn a_reload_the_core_cannot_run_changes_nothing() {
+    let now = Instant::now();
+    let mut gk = Gatekeeper::new(config(|_| {})).unwrap();
+    let mut p = phone(1);
+    register(&mut gk, now, &mut p);
+    let error = gk
+        .reload(now, config(|c| c.gatekeeper.gatekeeper_id = String::new()))
+        .expect_err("no gatekeeper id");
+    assert!(error.to_string().contains("gatekeeper_id"), "{error}");
+    assert_eq!(gk.registrations().len(), 1);
+    assert_eq!(gk.config().gatekeeper.gatekeeper_id, "rasgk");
 }

@@ -136,6 +136,19 @@ impl Passwords {
         }
     }
 
+    /// The passwords of a new configuration, keeping what was accepted for aliases that keep
+    /// their secret.
+    pub fn renewed(&self, config: &Config) -> Passwords {
+        let mut renewed = Passwords::new(config);
+        renewed.newest = self
+            .newest
+            .iter()
+            .filter(|(alias, _)| renewed.secrets.get(*alias) == self.secrets.get(*alias))
+            .map(|(alias, &ts)| (alias.clone(), ts))
+            .collect();
+        renewed
+    }
+
     /// Checks the tokens of a request for every alias of `aliases` that has a password;
     /// `now` is the gatekeeper's clock in UNIX seconds. On success the tokens' time stamps
     /// become the newest accepted.

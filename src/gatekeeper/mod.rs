@@ -25,6 +25,7 @@ pub mod load;
 pub mod policy;
 mod registration;
 pub mod registry;
+mod reload;
 pub mod retransmit;
 mod snapshot;
 pub mod state;
@@ -50,6 +51,7 @@ use retransmit::RetransmitCache;
 use topology::{ClanIdx, Topology};
 
 pub use calls_view::{CallView, TrunkNodeView, TrunkView};
+pub use reload::Reloaded;
 pub use snapshot::{ClanView, Placement, RegionView, RegistrationView, Snapshot};
 pub use stats::Stats;
 
@@ -145,6 +147,9 @@ enum Timer {
 /// [`handle_timeout`](Gatekeeper::handle_timeout).
 pub struct Gatekeeper {
     config: Config,
+    /// The configuration as it was given (before admin changes), for a reload to tell what
+    /// the file changed.
+    loaded: Config,
     gatekeeper_id: GatekeeperId,
     topology: Topology,
     loads: Loads,
@@ -194,6 +199,7 @@ impl Gatekeeper {
                 .unwrap_or_default(),
         );
         Ok(Gatekeeper {
+            loaded: config.clone(),
             config,
             gatekeeper_id,
             topology,
@@ -639,6 +645,21 @@ impl Gatekeeper {
         reason: reply::UrqReason,
         agl: &[ClanIdx],
     ) -> Option<Transmit> {
+        let local = self.config.clans[registration.registered_via].address;
+        self.urq_from(now, local, registration, reason, agl, true)
+    }
+
+    /// A gatekeeper-sent URQ from `local` to an endpoint already removed, carrying `agl`;
+    /// with `retry` it is kept for sending again until a UCF comes.
+    fn urq_from(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        registration: &registry::Registration,
+        reason: reply::UrqReason,
+        agl: &[ClanIdx],
+        retry: bool,
+    ) -> Option<Transmit> {
         let entries = self.agl_entries(agl);
         let seq = self.next_seq();
         let urq = reply::unregistration_request(&reply::Urq {
@@ -650,18 +671,19 @@ impl Gatekeeper {
             reason: Some(reason),
             agl: &entries,
         });
-        let local = self.config.clans[registration.registered_via].address;
         let transmit = self.send(local, registration.source, &urq)?;
-        let next = now + URQ_RETRY;
-        self.pending_urqs.insert(
-            (registration.source, seq),
-            PendingUrq {
-                transmit: transmit.clone(),
-                attempts: 1,
-                next,
-            },
-        );
-        self.arm(next, Timer::Urq(registration.source, seq));
+        if retry {
+            let next = now + URQ_RETRY;
+            self.pending_urqs.insert(
+                (registration.source, seq),
+                PendingUrq {
+                    transmit: transmit.clone(),
+                    attempts: 1,
+                    next,
+                },
+            );
+            self.arm(next, Timer::Urq(registration.source, seq));
+        }
         Some(transmit)
     }
 

@@ -103,6 +103,8 @@ pub struct Restored {
     pub expired: usize,
     /// What did not fit the configuration, one line each (endpoint or source, and why).
     pub dropped: Vec<String>,
+    /// The keys of the registrations among `dropped`.
+    pub unfit: Vec<u64>,
     /// URQs to send: phones whose socket's C-LAN is out of service in the configuration.
     pub transmits: Vec<Transmit>,
 }
@@ -179,7 +181,7 @@ impl Gatekeeper {
         Ok((gatekeeper, restored))
     }
 
-    fn load_state(&mut self, state: &State, now: Instant) -> Restored {
+    pub(super) fn load_state(&mut self, state: &State, now: Instant) -> Restored {
         let wall_ms = millis(self.wall_clock(now));
         let left = |expires_ms: u64| {
             (expires_ms > wall_ms).then(|| now + Duration::from_millis(expires_ms - wall_ms))
@@ -201,11 +203,14 @@ impl Gatekeeper {
             };
             match self.restore_registration(saved, expires, &clans) {
                 Ok(()) => restored.registrations += 1,
-                Err(why) => restored.dropped.push(format!(
-                    "registration {} ({}): {why}",
-                    registry::endpoint_id_text(saved.key),
-                    saved.source
-                )),
+                Err(why) => {
+                    restored.unfit.push(saved.key);
+                    restored.dropped.push(format!(
+                        "registration {} ({}): {why}",
+                        registry::endpoint_id_text(saved.key),
+                        saved.source
+                    ));
+                }
             }
         }
         self.registry.skip_past(highest);

@@ -12,6 +12,7 @@
 
 mod admin;
 mod metrics;
+mod reload;
 mod sockets;
 pub mod state_file;
 
@@ -115,6 +116,8 @@ pub struct Server {
     admin_address: SocketAddr,
     /// `--state FILE`, when given.
     state_file: Option<StateFile>,
+    /// The `--config FILE` SIGHUP reads again, when there is one.
+    config_path: Option<std::path::PathBuf>,
     /// Datagrams to send as soon as it runs (URQs of a restore).
     pending: Vec<Transmit>,
 }
@@ -182,8 +185,14 @@ impl Server {
             admin,
             admin_address,
             state_file: None,
+            config_path: None,
             pending: Vec::new(),
         })
+    }
+
+    /// Reads `path` again on SIGHUP and runs on it (see [`reload`]).
+    pub fn reload_on_sighup(&mut self, path: std::path::PathBuf) {
+        self.config_path = Some(path);
     }
 
     /// Keeps the state in `file` while it runs (and at shutdown), starting from `state`, the
@@ -233,8 +242,10 @@ impl Server {
             admin,
             admin_address,
             state_file,
+            config_path,
             pending,
         } = self;
+        let mut sockets = sockets;
         send_all(&sockets, pending).await;
         let mut persister = state_file.map(state_file::Persister::new);
         let mut state_tick = tokio::time::interval(
@@ -248,10 +259,12 @@ impl Server {
         // Events for `/api/events`; a slow watcher lags and skips, it never holds the core.
         let (events, _) = broadcast::channel::<Arc<Event>>(4096);
         let mut tasks = tokio::task::JoinSet::new();
+        let mut receivers = HashMap::new();
         for (local, socket) in readers {
-            tasks.spawn(receive(local, socket, datagrams_tx.clone()));
+            let reader = tasks.spawn(receive(local, socket, datagrams_tx.clone()));
+            receivers.insert(local, reader);
         }
-        drop(datagrams_tx);
+        let mut hangups = hangup_signals();
         let token = gatekeeper.config().admin.token.clone();
         tasks.spawn(admin::serve(admin, queries_tx, events.clone(), token));
         tracing::info!(
@@ -289,6 +302,22 @@ impl Server {
                     let out = answer(&mut gatekeeper, query);
                     send_all(&sockets, out).await;
                 }
+                Some(()) = hangups.recv() => match &config_path {
+                    Some(path) => {
+                        tracing::info!(path = %path.display(), "SIGHUP: reloading the configuration");
+                        let server = reload::Sockets {
+                            sockets: &mut sockets,
+                            readers: &mut receivers,
+                            tasks: &mut tasks,
+                            datagrams: &datagrams_tx,
+                        };
+                        reload::reload(path, &mut gatekeeper, server).await;
+                    }
+                    None => tracing::warn!(
+                        "SIGHUP: nothing to reload (running the embedded default; start with \
+                         --config FILE to reload FILE)"
+                    ),
+                },
                 _ = state_tick.tick(), if persister.is_some() => {
                     if let Some(persister) = persister.as_mut() {
                         persister.save(&gatekeeper);
@@ -431,6 +460,27 @@ async fn receive(local: SocketAddr, socket: Arc<UdpSocket>, tx: mpsc::Sender<Dat
             }
         }
     }
+}
+
+/// SIGHUPs, one `()` each; none where there are no such signals. Once this listens, a
+/// SIGHUP no longer ends the process.
+fn hangup_signals() -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel(1);
+    #[cfg(unix)]
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(mut signal) => {
+            tokio::spawn(async move {
+                while signal.recv().await.is_some() {
+                    // A reload already waiting covers this one too.
+                    let _ = tx.try_send(());
+                }
+            });
+        }
+        Err(error) => tracing::warn!(%error, "cannot listen for SIGHUP: no reloads"),
+    }
+    #[cfg(not(unix))]
+    drop(tx);
+    rx
 }
 
 /// Completes on Ctrl-C or SIGTERM.
