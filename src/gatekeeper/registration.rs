@@ -184,7 +184,8 @@ impl Gatekeeper {
             .map(Alias::from_asn)
             .collect();
         aliases.dedup();
-        if !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref()) {
+        if self.has_passwords() && !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref())
+        {
             return self.reject_rrq(seq, RrjReason::SecurityDenial, None);
         }
         let existing = self.registry.by_source(from);
