@@ -5,7 +5,11 @@
 //! rasgk serve &                                        # the embedded default topology
 //! cargo run --example register -- 127.1.0.5 50001      # a phone of region 1, extension 50001
 //! cargo run --example register -- 127.3.0.9 7001 127.0.0.1:1719
+//! cargo run --example register -- 127.1.0.5 50001 --password change-me   # [[password]]
 //! ```
+//!
+//! With `--password SECRET` the RRQ carries an H.235 `cryptoEPPwdHash` token for the
+//! extension, as a gatekeeper with a `[[password]]` for it requires.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -31,8 +35,21 @@ fn ask(socket: &UdpSocket, to: SocketAddr, datagram: &[u8]) -> Result<Answer, St
 }
 
 fn run() -> Result<(), String> {
-    let mut args = std::env::args().skip(1);
-    let usage = "usage: register PHONE-IP EXTENSION [DISCOVERY]   (e.g. 127.1.0.5 50001)";
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = "usage: register PHONE-IP EXTENSION [DISCOVERY] [--password SECRET]   \
+                 (e.g. 127.1.0.5 50001)";
+    let password = match args.iter().position(|a| a == "--password") {
+        Some(at) => {
+            if at + 1 >= args.len() {
+                return Err(format!("--password needs a value\n{usage}"));
+            }
+            let secret = args.remove(at + 1);
+            args.remove(at);
+            Some(secret)
+        }
+        None => None,
+    };
+    let mut args = args.into_iter();
     let ip: IpAddr = args
         .next()
         .ok_or(usage)?
@@ -53,6 +70,7 @@ fn run() -> Result<(), String> {
         .set_read_timeout(Some(Duration::from_secs(1)))
         .map_err(|e| e.to_string())?;
     let mut phone = Phone::extension(extension, socket.local_addr().map_err(|e| e.to_string())?);
+    phone.password = password;
 
     let grq = phone.grq();
     let gcf = ask(&socket, discovery, &grq)?;

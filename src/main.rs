@@ -33,9 +33,27 @@ enum Command {
     /// Stops cleanly on Ctrl-C or SIGTERM. Logs go to standard error; set the level with
     /// --log or RASGK_LOG (e.g. RASGK_LOG=rasgk=debug shows every datagram).
     ///
+    /// Restarts: with --state FILE the registrations (so the C-LAN loads) and GCF
+    /// reservations are written to FILE every --state-interval seconds and at a clean stop,
+    /// atomically, and read back at start with the time to live they had left; a C-LAN or
+    /// region no longer in the configuration drops what was on it, with a warning each. A
+    /// missing FILE is a first start; an unreadable or damaged one stops rasgk (exit 2)
+    /// unless --discard-bad-state, which starts empty and keeps the bad file as FILE.bad.
+    ///
+    /// Reload: SIGHUP (kill -HUP PID) reads --config FILE again without dropping
+    /// registrations: new C-LANs get their sockets, changed caps and service states apply
+    /// (admin changes the file did not touch stay), phones on a removed C-LAN get a URQ to
+    /// register elsewhere. A bad file is refused with an error naming the file and field, and
+    /// the running configuration stays. [admin] and multicast changes need a restart.
+    ///
+    /// Access: [gatekeeper] strict_network_map refuses phones outside the network map;
+    /// [[password]] aliases must prove their password (H.235 cryptoEPPwdHash) to register;
+    /// [admin] listen off loopback requires [admin] token.
+    ///
     /// Examples:
     ///   rasgk serve
     ///   rasgk serve --print-default-config > lab.toml && rasgk serve --config lab.toml
+    ///   rasgk serve --config lab.toml --state /var/lib/rasgk/state.json
     ///   curl -s 127.0.0.1:7000/api/clans
     #[command(verbatim_doc_comment)]
     Serve {
@@ -48,6 +66,21 @@ enum Command {
         /// Log filter: error, warn, info, debug, trace, or a tracing directive.
         #[arg(long, value_name = "FILTER")]
         log: Option<String>,
+        /// Keep registrations and reservations in FILE across restarts (JSON).
+        #[arg(long, value_name = "FILE")]
+        state: Option<PathBuf>,
+        /// How often the state file is written, seconds (it is also written at a clean stop).
+        #[arg(
+            long,
+            value_name = "SECONDS",
+            default_value_t = 1.0,
+            requires = "state"
+        )]
+        state_interval: f64,
+        /// Start empty when the state file cannot be read (it is kept as FILE.bad) instead of
+        /// refusing to start.
+        #[arg(long, requires = "state")]
+        discard_bad_state: bool,
     },
     /// Simulate a registration storm of N phones against a gatekeeper and report the load.
     ///
@@ -154,12 +187,34 @@ fn main() -> ExitCode {
             config,
             print_default_config,
             log,
+            state,
+            state_interval,
+            discard_bad_state,
         } => {
             if print_default_config {
                 print!("{}", config::DEFAULT_TOML);
                 return ExitCode::SUCCESS;
             }
-            serve(config.as_deref(), log.as_deref())
+            let state = match state {
+                Some(path) => {
+                    if !(state_interval.is_finite() && state_interval > 0.0) {
+                        eprintln!(
+                            "rasgk serve: --state-interval {state_interval} must be a number \
+                             of seconds above 0"
+                        );
+                        return ExitCode::from(2);
+                    }
+                    Some(StateOptions {
+                        file: server::StateFile {
+                            path,
+                            interval: std::time::Duration::from_secs_f64(state_interval),
+                        },
+                        discard_bad: discard_bad_state,
+                    })
+                }
+                None => None,
+            };
+            serve(config.as_deref(), log.as_deref(), state)
         }
         Command::CheckConfig { file } => check_config(&file),
         Command::Status { admin, watch } => status(&admin, watch),
@@ -221,7 +276,48 @@ fn init_logging(filter: Option<&str>) {
         .init();
 }
 
-fn serve(file: Option<&std::path::Path>, log: Option<&str>) -> ExitCode {
+/// `--state` and what to do with a bad state file.
+struct StateOptions {
+    file: server::StateFile,
+    discard_bad: bool,
+}
+
+/// The state file's contents at start: `Err` stops rasgk (after saying why).
+fn read_state(options: &StateOptions) -> Result<Option<rasgk::gatekeeper::state::State>, ()> {
+    let path = &options.file.path;
+    match server::state_file::read(path) {
+        Ok(Some(state)) => Ok(Some(state)),
+        Ok(None) => {
+            tracing::info!(path = %path.display(), "no state file yet: starting empty");
+            Ok(None)
+        }
+        Err(error) if options.discard_bad => {
+            let mut bad = path.as_os_str().to_owned();
+            bad.push(".bad");
+            let kept = std::fs::rename(path, &bad).is_ok();
+            tracing::warn!(
+                %error,
+                kept_as = %std::path::Path::new(&bad).display(),
+                kept,
+                "--discard-bad-state: starting empty"
+            );
+            Ok(None)
+        }
+        Err(error) => {
+            eprintln!(
+                "rasgk serve: {error}\n(start with --discard-bad-state to start empty and \
+                 keep the file as .bad)"
+            );
+            Err(())
+        }
+    }
+}
+
+fn serve(
+    file: Option<&std::path::Path>,
+    log: Option<&str>,
+    state: Option<StateOptions>,
+) -> ExitCode {
     let config = match file {
         Some(file) => match config::load(file) {
             Ok(config) => config,
@@ -233,6 +329,10 @@ fn serve(file: Option<&std::path::Path>, log: Option<&str>) -> ExitCode {
         None => config::embedded_default(),
     };
     init_logging(log);
+    let saved = match state.as_ref().map(read_state).transpose() {
+        Ok(saved) => saved.flatten(),
+        Err(()) => return ExitCode::from(2),
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -245,7 +345,13 @@ fn serve(file: Option<&std::path::Path>, log: Option<&str>) -> ExitCode {
     };
     runtime.block_on(async {
         match server::Server::bind(config).await {
-            Ok(server) => {
+            Ok(mut server) => {
+                if let Some(file) = file {
+                    server.reload_on_sighup(file.to_path_buf());
+                }
+                if let Some(state) = state {
+                    server.keep_state(state.file, saved.as_ref());
+                }
                 server.run(server::shutdown_signal()).await;
                 ExitCode::SUCCESS
             }

@@ -22,6 +22,11 @@ pub struct Phone {
     pub endpoint_id: Option<EndpointId>,
     /// `terminalType` is a gateway.
     pub gateway: bool,
+    /// Its H.235 password: when set, every RRQ carries a `cryptoEPPwdHash` token for its
+    /// first alias.
+    pub password: Option<String>,
+    /// The `timeStamp` of its tokens (UNIX seconds); `None`: the system clock at sending.
+    pub token_time: Option<u32>,
     seq: u16,
 }
 
@@ -215,6 +220,8 @@ impl Phone {
             gatekeeper_id: None,
             endpoint_id: None,
             gateway: false,
+            password: None,
+            token_time: None,
             seq: 0,
         }
     }
@@ -256,7 +263,7 @@ impl Phone {
         } else {
             request::terminal()
         };
-        encode(&request::registration_request(&request::Rrq {
+        let mut rrq = request::registration_request(&request::Rrq {
             request_seq_num: seq,
             call_signal_address: self.call_signal_address,
             ras_address: self.ras_address,
@@ -264,21 +271,43 @@ impl Phone {
             aliases: &self.aliases,
             gatekeeper_id: self.gatekeeper_id.as_ref(),
             time_to_live_s: None,
-        }))
+        });
+        self.authenticate(&mut rrq);
+        encode(&rrq)
+    }
+
+    /// Adds the password token to a request, when the phone has a password.
+    fn authenticate(&self, message: &mut RasMessage) {
+        let (Some(password), Some(alias)) = (&self.password, self.aliases.first()) else {
+            return;
+        };
+        let time_stamp = self.token_time.unwrap_or_else(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            u32::try_from(now.as_secs()).unwrap_or(u32::MAX)
+        });
+        // A password the gatekeeper could not check either (too long, outside the BMP) is
+        // sent as no token: the gatekeeper then answers securityDenial, which says why.
+        if let Ok(token) = ras::h235::ep_pwd_hash(alias, password, time_stamp) {
+            request::set_crypto_tokens(message, vec![token]);
+        }
     }
 
     /// A lightweight RRQ (`keepAlive`), or `None` before the phone has an endpoint id.
     pub fn keep_alive(&mut self) -> Option<Vec<u8>> {
         let seq = self.next_seq();
         let endpoint_id = self.endpoint_id.as_ref()?;
-        Some(encode(&request::keep_alive(
+        let mut rrq = request::keep_alive(
             seq,
             self.call_signal_address,
             self.ras_address,
             endpoint_id,
             self.gatekeeper_id.as_ref(),
             None,
-        )))
+        );
+        self.authenticate(&mut rrq);
+        Some(encode(&rrq))
     }
 
     /// A URQ for its own registration.

@@ -6,7 +6,7 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -129,27 +129,7 @@ trunk = "sip-pstn"
 
     /// (status, JSON body) of any request.
     fn request(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, Value) {
-        let mut stream = TcpStream::connect(self.served.admin).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let auth = token
-            .map(|t| format!("Authorization: Bearer {t}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\
-             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut text = String::new();
-        stream.read_to_string(&mut text).unwrap();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap();
-        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let json = serde_json::from_str(body.trim())
-            .unwrap_or_else(|e| panic!("{method} {path}: body is not JSON ({e}): {body:?}"));
-        (status, json)
+        support::server::http_request(self.served.admin, method, path, token, body)
     }
 }
 

@@ -135,6 +135,14 @@ fn every_key_is_read() {
     // "tcp" is refused until it is built (bad-sockets-tcp.toml shows the key is read).
     assert_eq!(gk.sockets, SocketMode::Count);
     assert_eq!(gk.max_setups_per_clan, 2);
+    assert!(gk.strict_network_map);
+    assert_eq!(gk.password_window_s, 30);
+    let passwords: Vec<(&str, &str)> = c
+        .passwords
+        .iter()
+        .map(|p| (p.alias.as_str(), p.secret.as_str()))
+        .collect();
+    assert_eq!(passwords, [("2001", "pässwörd"), ("Zoë", "x")]);
     assert_eq!(
         (c.agl.max, c.agl.home, c.agl.direct, c.agl.indirect),
         (128, 100, 20, 8)
@@ -237,6 +245,10 @@ fn embedded_default_shows_every_key_of_the_schema() {
         "seed =",
         "sockets =",
         "max_setups_per_clan =",
+        "strict_network_map =",
+        "password_window_s =",
+        "[[password]]",
+        "secret =",
         "[agl]",
         "max =",
         "home =",

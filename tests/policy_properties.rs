@@ -108,6 +108,8 @@ fn topology() -> impl Strategy<Value = Config> {
                             seed: Some(seed),
                             sockets: SocketMode::Count,
                             max_setups_per_clan: 5,
+                            strict_network_map: false,
+                            password_window_s: 120,
                         },
                         agl: AglQuotas {
                             home: quotas.0,
@@ -135,6 +137,7 @@ fn topology() -> impl Strategy<Value = Config> {
                         route_groups: Vec::new(),
                         route_lists: Vec::new(),
                         route_patterns: Vec::new(),
+                        passwords: Vec::new(),
                     }
                 },
             )

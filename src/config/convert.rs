@@ -12,11 +12,12 @@ use ipnet::IpNet;
 
 use super::error::Fault;
 use super::file::{
-    AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LinkFile, RegionFile, TtsFile,
+    AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LinkFile, PasswordFile, RegionFile,
+    TtsFile,
 };
 use super::model::{
-    AdminSettings, AglQuotas, Clan, Config, GatekeeperSettings, Link, Region, RegionId, SocketMode,
-    TtsRule,
+    AdminSettings, AglQuotas, AliasPassword, Clan, Config, GatekeeperSettings, Link, Region,
+    RegionId, SocketMode, TtsRule,
 };
 
 /// Region numbers allowed by domain.md ("an integer 1..=2000").
@@ -33,11 +34,19 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
     let regions = regions(&file.region)?;
     let known = KnownRegions::new(&regions);
     let gatekeeper = gatekeeper(&file.gatekeeper, &known)?;
+    if gatekeeper.strict_network_map && regions.iter().all(|r| r.networks.is_empty()) {
+        return Err(Fault::new(
+            "gatekeeper.strict_network_map",
+            "is true but no [[region]] has `networks`: every phone would be refused \
+             (give the regions their networks, or leave strict_network_map out)",
+        ));
+    }
     let agl = agl(&file.agl)?;
     let links = links(&file.link, &known)?;
     let clans = clans(&file.clan, &known, gatekeeper.discovery)?;
     let tts = tts_rules(&file.tts, &known)?;
     let admin = admin(&file.admin)?;
+    let passwords = passwords(&file.password)?;
     let routing = super::routing::routing(
         &file.node,
         &file.trunk,
@@ -59,6 +68,7 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
         route_groups: routing.route_groups,
         route_lists: routing.route_lists,
         route_patterns: routing.route_patterns,
+        passwords,
     })
 }
 
@@ -195,6 +205,7 @@ fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSet
     at_least_one("gatekeeper.ttl_s", gk.ttl_s.into())?;
     at_least_one("gatekeeper.gcf_hold_s", gk.gcf_hold_s.into())?;
     let default_region = known.resolve("gatekeeper.default_region", gk.default_region)?;
+    at_least_one("gatekeeper.password_window_s", gk.password_window_s.into())?;
     at_least_one(
         "gatekeeper.max_setups_per_clan",
         gk.max_setups_per_clan.into(),
@@ -218,6 +229,8 @@ fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSet
         seed: gk.seed,
         sockets: gk.sockets,
         max_setups_per_clan: gk.max_setups_per_clan,
+        strict_network_map: gk.strict_network_map,
+        password_window_s: gk.password_window_s,
     })
 }
 
@@ -433,12 +446,73 @@ fn tts_rules(entries: &[TtsFile], known: &KnownRegions) -> Result<Vec<TtsRule>, 
     Ok(rules)
 }
 
+/// A password or alias text the H.235 ClearToken can hold: 1..=127 characters of the BMP,
+/// no NUL (the hash adds one).
+fn token_text(field: &str, text: &str) -> Result<(), Fault> {
+    let max = crate::ras::h235::MAX_TEXT;
+    let length = text.chars().count();
+    if length == 0 {
+        return Err(Fault::new(field, "is empty"));
+    }
+    if length > max {
+        return Err(Fault::new(
+            field,
+            format!("has {length} characters; at most {max} fit the H.235 token"),
+        ));
+    }
+    if let Some(c) = text.chars().find(|&c| c == '\0' || u32::from(c) >= 0xFFFE) {
+        return Err(Fault::new(
+            field,
+            format!(
+                "character U+{:04X} cannot be hashed (the H.235 token holds BMPStrings \
+                 without NUL)",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn passwords(entries: &[PasswordFile]) -> Result<Vec<AliasPassword>, Fault> {
+    let mut passwords: Vec<AliasPassword> = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        token_text(&format!("password[{i}].alias"), &entry.alias)?;
+        if let Some(first) = passwords.iter().position(|p| p.alias == entry.alias) {
+            return Err(Fault::new(
+                format!("password[{i}].alias"),
+                format!(
+                    "{:?} already has a password (password[{first}])",
+                    entry.alias
+                ),
+            ));
+        }
+        token_text(&format!("password[{i}].secret"), &entry.secret)?;
+        passwords.push(AliasPassword {
+            alias: entry.alias.clone(),
+            secret: entry.secret.clone(),
+        });
+    }
+    Ok(passwords)
+}
+
 fn admin(admin: &AdminFile) -> Result<AdminSettings, Fault> {
     let listen = address("admin.listen", &admin.listen)?;
     if admin.token.as_deref() == Some("") {
         return Err(Fault::new(
             "admin.token",
             "is empty; leave it out to allow changes without a token",
+        ));
+    }
+    // Without a token anyone who reaches the admin port may take C-LANs out of service;
+    // off loopback that is anyone on the network.
+    if !listen.ip().to_canonical().is_loopback() && admin.token.is_none() {
+        return Err(Fault::new(
+            "admin.listen",
+            format!(
+                "{listen} ([admin] listen) is not a loopback address and [admin] token is not \
+                 set: an admin port other hosts can reach needs [admin] token = \"…\" \
+                 (changes then need `Authorization: Bearer …`), or listen on 127.0.0.1"
+            ),
         ));
     }
     Ok(AdminSettings {

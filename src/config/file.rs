@@ -38,6 +38,16 @@ pub(crate) struct FileConfig {
     pub route_list: Vec<RouteListFile>,
     #[serde(default)]
     pub route_pattern: Vec<RoutePatternFile>,
+    #[serde(default)]
+    pub password: Vec<PasswordFile>,
+}
+
+/// `[[password]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PasswordFile {
+    pub alias: String,
+    pub secret: String,
 }
 
 /// `[[node]]`.
@@ -128,6 +138,10 @@ pub(crate) struct GatekeeperFile {
     pub sockets: SocketMode,
     #[serde(default = "default_max_setups_per_clan")]
     pub max_setups_per_clan: u32,
+    #[serde(default)]
+    pub strict_network_map: bool,
+    #[serde(default = "default_password_window_s")]
+    pub password_window_s: u32,
 }
 
 impl Default for GatekeeperFile {
@@ -144,6 +158,8 @@ impl Default for GatekeeperFile {
             seed: None,
             sockets: default_sockets(),
             max_setups_per_clan: default_max_setups_per_clan(),
+            strict_network_map: false,
+            password_window_s: default_password_window_s(),
         }
     }
 }
@@ -276,6 +292,9 @@ fn default_sockets() -> SocketMode {
 fn default_max_setups_per_clan() -> u32 {
     5
 }
+fn default_password_window_s() -> u32 {
+    120
+}
 fn default_agl_max() -> usize {
     16
 }
@@ -333,6 +352,9 @@ mod tests {
         assert_eq!(gk.seed, None);
         assert_eq!(gk.sockets, SocketMode::Count);
         assert_eq!(gk.max_setups_per_clan, 5);
+        assert!(!gk.strict_network_map);
+        assert_eq!(gk.password_window_s, 120);
+        assert!(file.password.is_empty());
         let agl = &file.agl;
         assert_eq!((agl.max, agl.home, agl.direct, agl.indirect), (16, 6, 6, 4));
         assert_eq!(file.admin.listen, "127.0.0.1:7000");

@@ -38,6 +38,29 @@ pub struct Config {
     pub route_lists: Vec<RouteList>,
     /// `[[route_pattern]]`, in configuration order (the order that breaks ties).
     pub route_patterns: Vec<RoutePattern>,
+    /// `[[password]]`: aliases that must prove a password (H.235 `cryptoEPPwdHash`) to
+    /// register; each alias once.
+    pub passwords: Vec<AliasPassword>,
+}
+
+/// `[[password]]`: an alias and its secret, each 1..=127 characters of the BMP without NUL
+/// (the hashed BMPStrings hold 128 with the terminating NUL).
+#[derive(Clone, PartialEq, Eq)]
+pub struct AliasPassword {
+    /// The alias's text: the digits of a dialledDigits alias, the name of an h323-ID, ….
+    pub alias: String,
+    /// The password.
+    pub secret: String,
+}
+
+impl std::fmt::Debug for AliasPassword {
+    // The secret stays out of logs and panics.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AliasPassword")
+            .field("alias", &self.alias)
+            .field("secret", &"…")
+            .finish()
+    }
 }
 
 /// How GCF choice walks the regions of a tier (domain.md §1.3).
@@ -86,6 +109,12 @@ pub struct GatekeeperSettings {
     pub sockets: SocketMode,
     /// TTS socket set-ups in flight per C-LAN, ≥ 1.
     pub max_setups_per_clan: u32,
+    /// Refuse phones outside the IP network map (GRJ `terminalExcluded`, RRJ
+    /// `securityDenial`) instead of giving them a region by where they sent.
+    pub strict_network_map: bool,
+    /// How far a password token's `timeStamp` may be from the gatekeeper's clock, seconds,
+    /// ≥ 1.
+    pub password_window_s: u32,
 }
 
 /// `[agl]`: how many entries each group contributes, and the total.

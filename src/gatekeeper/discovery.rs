@@ -23,6 +23,15 @@ impl Gatekeeper {
         grq: &GatekeeperRequest,
     ) -> Option<RasMessage> {
         let seq = grq.request_seq_num.0;
+        if self.excluded(from) {
+            self.note_reject("GRJ", "terminalExcluded");
+            tracing::debug!("GRJ terminalExcluded: outside the network map");
+            return Some(reply::gatekeeper_reject(
+                seq,
+                &self.gatekeeper_id,
+                GrjReason::TerminalExcluded,
+            ));
+        }
         self.release_reservation(from);
         let home = self.home_region(local, from.ip());
         let tiers = self.topology.tiers(home);

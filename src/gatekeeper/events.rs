@@ -23,6 +23,8 @@ pub enum Ending {
     Admin,
     /// It registered again in full (the old registration is replaced).
     Reregistered,
+    /// A configuration reload removed its C-LAN or region (gatekeeper-sent URQ).
+    Reconfigured,
 }
 
 /// One thing that happened.

@@ -17,6 +17,7 @@
 //! progress ([`crate::calls`]). The rules themselves are the
 //! pure functions of [`policy`].
 
+mod access;
 mod calls_view;
 mod discovery;
 pub mod events;
@@ -24,8 +25,10 @@ pub mod load;
 pub mod policy;
 mod registration;
 pub mod registry;
+mod reload;
 pub mod retransmit;
 mod snapshot;
+pub mod state;
 pub mod stats;
 pub mod topology;
 
@@ -48,6 +51,7 @@ use retransmit::RetransmitCache;
 use topology::{ClanIdx, Topology};
 
 pub use calls_view::{CallView, TrunkNodeView, TrunkView};
+pub use reload::Reloaded;
 pub use snapshot::{ClanView, Placement, RegionView, RegistrationView, Snapshot};
 pub use stats::Stats;
 
@@ -143,6 +147,9 @@ enum Timer {
 /// [`handle_timeout`](Gatekeeper::handle_timeout).
 pub struct Gatekeeper {
     config: Config,
+    /// The configuration as it was given (before admin changes), for a reload to tell what
+    /// the file changed.
+    loaded: Config,
     gatekeeper_id: GatekeeperId,
     topology: Topology,
     loads: Loads,
@@ -161,6 +168,10 @@ pub struct Gatekeeper {
     calls: Calls,
     stats: Stats,
     events: EventQueue,
+    /// Passwords of aliases and the newest token time stamps accepted.
+    passwords: access::Passwords,
+    /// The wall clock: this instant is this long after the UNIX epoch.
+    wall: (Instant, Duration),
 }
 
 impl Gatekeeper {
@@ -180,7 +191,15 @@ impl Gatekeeper {
         }));
         let rng = ChaCha8Rng::seed_from_u64(config.gatekeeper.seed.unwrap_or(0));
         let calls = Calls::new(&config, config.gatekeeper.seed.unwrap_or(0));
+        let passwords = access::Passwords::new(&config);
+        let wall = (
+            Instant::now(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default(),
+        );
         Ok(Gatekeeper {
+            loaded: config.clone(),
             config,
             gatekeeper_id,
             topology,
@@ -197,6 +216,8 @@ impl Gatekeeper {
             calls,
             stats: Stats::default(),
             events: EventQueue::default(),
+            passwords,
+            wall,
         })
     }
 
@@ -588,6 +609,12 @@ impl Gatekeeper {
         if in_service {
             return Vec::new();
         }
+        self.drain_clan(now, clan)
+    }
+
+    /// Drops a C-LAN's reservations and unregisters each phone with a socket on it by a
+    /// gatekeeper-sent URQ (`reregistrationRequired`) carrying its new AGL.
+    fn drain_clan(&mut self, now: Instant, clan: ClanIdx) -> Vec<Transmit> {
         let reserved: Vec<SocketAddr> = self
             .reservations
             .iter()
@@ -618,6 +645,21 @@ impl Gatekeeper {
         reason: reply::UrqReason,
         agl: &[ClanIdx],
     ) -> Option<Transmit> {
+        let local = self.config.clans[registration.registered_via].address;
+        self.urq_from(now, local, registration, reason, agl, true)
+    }
+
+    /// A gatekeeper-sent URQ from `local` to an endpoint already removed, carrying `agl`;
+    /// with `retry` it is kept for sending again until a UCF comes.
+    fn urq_from(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        registration: &registry::Registration,
+        reason: reply::UrqReason,
+        agl: &[ClanIdx],
+        retry: bool,
+    ) -> Option<Transmit> {
         let entries = self.agl_entries(agl);
         let seq = self.next_seq();
         let urq = reply::unregistration_request(&reply::Urq {
@@ -629,18 +671,19 @@ impl Gatekeeper {
             reason: Some(reason),
             agl: &entries,
         });
-        let local = self.config.clans[registration.registered_via].address;
         let transmit = self.send(local, registration.source, &urq)?;
-        let next = now + URQ_RETRY;
-        self.pending_urqs.insert(
-            (registration.source, seq),
-            PendingUrq {
-                transmit: transmit.clone(),
-                attempts: 1,
-                next,
-            },
-        );
-        self.arm(next, Timer::Urq(registration.source, seq));
+        if retry {
+            let next = now + URQ_RETRY;
+            self.pending_urqs.insert(
+                (registration.source, seq),
+                PendingUrq {
+                    transmit: transmit.clone(),
+                    attempts: 1,
+                    next,
+                },
+            );
+            self.arm(next, Timer::Urq(registration.source, seq));
+        }
         Some(transmit)
     }
 

@@ -52,6 +52,7 @@ impl Gatekeeper {
             RrjReason::ResourceUnavailable => "resourceUnavailable",
             RrjReason::FullRegistrationRequired => "fullRegistrationRequired",
             RrjReason::InvalidCallSignalAddress => "invalidCallSignalAddress",
+            RrjReason::SecurityDenial => "securityDenial",
             _ => "other",
         };
         self.note_reject("RRJ", name);
@@ -122,6 +123,16 @@ impl Gatekeeper {
         let Some(key) = key else {
             return self.reject_rrq(seq, RrjReason::FullRegistrationRequired, None);
         };
+        if self.has_passwords() {
+            let aliases = self
+                .registry
+                .get(key)
+                .map(|r| r.aliases.clone())
+                .unwrap_or_default();
+            if !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref()) {
+                return self.reject_rrq(seq, RrjReason::SecurityDenial, None);
+            }
+        }
         let ttl = self.granted_ttl(rrq);
         self.refresh(now, key, ttl);
         self.stats.keep_alives += 1;
@@ -148,6 +159,12 @@ impl Gatekeeper {
         rrq: &RegistrationRequest,
     ) -> RasMessage {
         let seq = rrq.request_seq_num.0;
+        if self.excluded(from) {
+            // RegistrationRejectReason has no terminalExcluded: securityDenial says "not
+            // allowed here" (as GnuGk answers an RRQ its IP rules refuse).
+            tracing::debug!("outside the network map");
+            return self.reject_rrq(seq, RrjReason::SecurityDenial, None);
+        }
         let Some(&clan) = self.topology.clan_at.get(&local) else {
             return self.reject_rrq(seq, RrjReason::DiscoveryRequired, None);
         };
@@ -167,6 +184,10 @@ impl Gatekeeper {
             .map(Alias::from_asn)
             .collect();
         aliases.dedup();
+        if self.has_passwords() && !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref())
+        {
+            return self.reject_rrq(seq, RrjReason::SecurityDenial, None);
+        }
         let existing = self.registry.by_source(from);
         let taken: Vec<Alias> = aliases
             .iter()

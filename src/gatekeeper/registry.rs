@@ -75,6 +75,17 @@ impl Registry {
         self.next_key
     }
 
+    /// The key the next registration will get, less one: every key handed out so far is at
+    /// most this.
+    pub fn last_key(&self) -> u64 {
+        self.next_key
+    }
+
+    /// Makes sure keys up to `key` are never handed out again (after a restore).
+    pub fn skip_past(&mut self, key: u64) {
+        self.next_key = self.next_key.max(key);
+    }
+
     /// Number of registrations.
     pub fn len(&self) -> usize {
         self.by_key.len()

@@ -9,7 +9,9 @@ use rasn::types::{BmpString, Ia5String};
 use super::asn;
 
 /// One alias of an endpoint (`AliasAddress`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(tag = "kind", content = "value", rename_all = "kebab-case")]
 pub enum Alias {
     /// `dialledDigits`: 1–128 of `0-9 # * ,` (an extension or E.164 number).

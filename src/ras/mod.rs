@@ -4,7 +4,8 @@
 //! datagrams into [`RasMessage`] values and back (ALIGNED PER, as H.225.0 requires);
 //! [`kind`] and [`request_seq_num`] read any message's short name and sequence number;
 //! [`reply`] builds the messages a gatekeeper sends and [`request`] those a phone sends;
-//! [`Alias`] and the transport-address conversions map the ASN.1 shapes to plain Rust ones.
+//! [`Alias`] and the transport-address conversions map the ASN.1 shapes to plain Rust ones;
+//! [`h235`] makes and reads the `cryptoEPPwdHash` password token.
 //!
 //! ```text
 //!  datagram ──decode──▶ RasMessage ──(gatekeeper)──▶ RasMessage ──encode──▶ datagram
@@ -25,6 +26,7 @@ mod generated;
 mod address;
 mod aper;
 mod codec;
+pub mod h235;
 mod hot;
 mod kind;
 mod peek;

@@ -210,6 +210,22 @@ pub fn keep_alive(
     })
 }
 
+/// Puts `tokens` into a request's `cryptoTokens` (replacing any there): GRQ, RRQ, URQ, ARQ,
+/// DRQ, BRQ and IRR carry them; other messages are left as they are.
+pub fn set_crypto_tokens(message: &mut RasMessage, tokens: Vec<asn::CryptoH323Token>) {
+    let tokens = Some(tokens);
+    match message {
+        RasMessage::gatekeeperRequest(m) => m.crypto_tokens = tokens,
+        RasMessage::registrationRequest(m) => m.crypto_tokens = tokens,
+        RasMessage::unregistrationRequest(m) => m.crypto_tokens = tokens,
+        RasMessage::admissionRequest(m) => m.crypto_tokens = tokens,
+        RasMessage::disengageRequest(m) => m.crypto_tokens = tokens,
+        RasMessage::bandwidthRequest(m) => m.crypto_tokens = tokens,
+        RasMessage::infoRequestResponse(m) => m.crypto_tokens = tokens,
+        _ => {}
+    }
+}
+
 /// The identity of one call, shared by its ARQ, BRQ and DRQ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Call {

@@ -16,7 +16,9 @@
 
 mod admin;
 mod metrics;
+mod reload;
 mod sockets;
+pub mod state_file;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -38,6 +40,9 @@ use crate::ras::Alias;
 
 pub use admin::AdminError;
 pub use sockets::bind_udp;
+pub use state_file::{StateFile, StateFileError};
+
+use crate::gatekeeper::state::{Restored, State};
 
 /// Why the server cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +117,12 @@ pub struct Server {
     readers: Vec<(SocketAddr, Arc<UdpSocket>)>,
     admin: tokio::net::TcpListener,
     admin_address: SocketAddr,
+    /// `--state FILE`, when given.
+    state_file: Option<StateFile>,
+    /// The `--config FILE` SIGHUP reads again, when there is one.
+    config_path: Option<std::path::PathBuf>,
+    /// Datagrams to send as soon as it runs (URQs of a restore).
+    pending: Vec<Transmit>,
 }
 
 impl Server {
@@ -176,7 +187,48 @@ impl Server {
             readers,
             admin,
             admin_address,
+            state_file: None,
+            config_path: None,
+            pending: Vec::new(),
         })
+    }
+
+    /// Reads `path` again on SIGHUP and runs on it (see [`reload`]).
+    pub fn reload_on_sighup(&mut self, path: std::path::PathBuf) {
+        self.config_path = Some(path);
+    }
+
+    /// Keeps the state in `file` while it runs (and at shutdown), starting from `state`, the
+    /// file's contents at start, when there is one. What did not fit the configuration is
+    /// logged as a warning, one line each.
+    pub fn keep_state(&mut self, file: StateFile, state: Option<&State>) -> Option<Restored> {
+        let restored = state.and_then(|state| {
+            let wall = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            let config = self.gatekeeper.config().clone();
+            // The configuration started once already, so it starts again.
+            let (gatekeeper, restored) =
+                Gatekeeper::restore(config, state, Instant::now(), wall).ok()?;
+            self.gatekeeper = gatekeeper;
+            Some(restored)
+        });
+        if let Some(restored) = &restored {
+            tracing::info!(
+                path = %file.path.display(),
+                registrations = restored.registrations,
+                reservations = restored.reservations,
+                expired = restored.expired,
+                dropped = restored.dropped.len(),
+                "state restored"
+            );
+            for line in &restored.dropped {
+                tracing::warn!(path = %file.path.display(), "not restored: {line}");
+            }
+            self.pending.extend(restored.transmits.iter().cloned());
+        }
+        self.state_file = Some(file);
+        restored
     }
 
     /// The admin port's address (useful when `[admin] listen` has port 0).
@@ -192,12 +244,26 @@ impl Server {
             readers,
             admin,
             admin_address,
+            state_file,
+            config_path,
+            pending,
         } = self;
+        let mut sockets = sockets;
+        let mut readers = readers;
+        send_all(&sockets, pending).await;
+        let mut persister = state_file.map(state_file::Persister::new);
+        let mut state_tick = tokio::time::interval(
+            persister
+                .as_ref()
+                .map_or(std::time::Duration::from_secs(3600), |p| p.interval()),
+        );
+        state_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let (queries_tx, mut queries) = mpsc::channel::<Query>(256);
         // Events for `/api/events`; a slow watcher lags and skips, it never holds the core.
         let (events, _) = broadcast::channel::<Arc<Event>>(4096);
         let mut tasks = tokio::task::JoinSet::new();
         let mut buffer = vec![0u8; DATAGRAM_BYTES];
+        let mut hangups = hangup_signals();
         let token = gatekeeper.config().admin.token.clone();
         tasks.spawn(admin::serve(admin, queries_tx, events.clone(), token));
         tracing::info!(
@@ -229,6 +295,25 @@ impl Server {
                     let out = answer(&mut gatekeeper, query);
                     send_all(&sockets, out).await;
                 }
+                Some(()) = hangups.recv() => match &config_path {
+                    Some(path) => {
+                        tracing::info!(path = %path.display(), "SIGHUP: reloading the configuration");
+                        let server = reload::Sockets {
+                            sockets: &mut sockets,
+                            readers: &mut readers,
+                        };
+                        reload::reload(path, &mut gatekeeper, server).await;
+                    }
+                    None => tracing::warn!(
+                        "SIGHUP: nothing to reload (running the embedded default; start with \
+                         --config FILE to reload FILE)"
+                    ),
+                },
+                _ = state_tick.tick(), if persister.is_some() => {
+                    if let Some(persister) = persister.as_mut() {
+                        persister.save(&gatekeeper);
+                    }
+                }
             }
             for event in gatekeeper.drain_events() {
                 // No watcher connected is not an error.
@@ -236,6 +321,9 @@ impl Server {
             }
         }
         tasks.abort_all();
+        if let Some(persister) = persister {
+            persister.finish(&gatekeeper).await;
+        }
         let stats = gatekeeper.stats();
         tracing::info!(
             registrations = stats.registrations,
@@ -380,6 +468,27 @@ async fn serve_ready(
             }
         }
     }
+}
+
+/// SIGHUPs, one `()` each; none where there are no such signals. Once this listens, a
+/// SIGHUP no longer ends the process.
+fn hangup_signals() -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel(1);
+    #[cfg(unix)]
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(mut signal) => {
+            tokio::spawn(async move {
+                while signal.recv().await.is_some() {
+                    // A reload already waiting covers this one too.
+                    let _ = tx.try_send(());
+                }
+            });
+        }
+        Err(error) => tracing::warn!(%error, "cannot listen for SIGHUP: no reloads"),
+    }
+    #[cfg(not(unix))]
+    drop(tx);
+    rx
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -87,6 +87,38 @@ impl Drop for Served {
 /// A minimal HTTP/1.1 GET: (status, body) — the one `rasgk status` uses.
 pub use rasgk::status::http_get;
 
+/// (status, JSON body) of any request to the admin port, with a bearer token if given.
+pub fn http_request(
+    admin: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, serde_json::Value) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(admin).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let json = serde_json::from_str(body.trim())
+        .unwrap_or_else(|e| panic!("{method} {path}: body is not JSON ({e}): {body:?}"));
+    (status, json)
+}
+
 /// A phone on its own UDP socket, recording every datagram it sends and receives.
 pub struct UdpPhone {
     pub phone: Phone,
