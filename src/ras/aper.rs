@@ -1,9 +1,12 @@
-//! A bit writer with the ALIGNED PER primitives (X.691) that the hand-written encoders of
-//! [`hot`](super::hot) need: bit-fields, octet alignment, constrained whole numbers, length
-//! determinants and open types. It knows nothing of H.225.0; the encoders say what to write.
+//! A bit writer and a bit reader with the ALIGNED PER primitives (X.691) that the
+//! hand-written encoders of [`hot_reply`](super::hot_reply) and decoders of
+//! [`hot_request`](super::hot_request) need: bit-fields, octet alignment, constrained whole
+//! numbers, length determinants and open types. They know nothing of H.225.0.
 //!
-//! Every method that could meet a value no RAS reply of rasgk's carries (a length that would
-//! need fragmentation, say) returns `None`, and the caller falls back to the generated codec.
+//! Every method that meets something outside what those hand-written paths handle (a length
+//! that needs fragmentation, a value out of its range, a padding bit that is not zero, the
+//! end of the input) returns `None`, and the caller falls back to the generated codec, which
+//! then accepts or rejects the input on its own terms.
 
 /// An ALIGNED PER encoding being written, most significant bit first.
 #[derive(Debug, Default)]
@@ -122,6 +125,114 @@ impl Writer {
     }
 }
 
+/// An ALIGNED PER encoding being read, most significant bit first. Strict: padding bits
+/// must be zero and open types must be used up, so what it accepts is a subset of what the
+/// generated decoder accepts, read the same way.
+#[derive(Debug, Clone)]
+pub(crate) struct Reader<'a> {
+    octets: &'a [u8],
+    /// Bits read.
+    bits: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(octets: &'a [u8]) -> Reader<'a> {
+        Reader { octets, bits: 0 }
+    }
+
+    /// `count` (at most 64) bits as a bit-field.
+    pub(crate) fn bits(&mut self, count: u32) -> Option<u64> {
+        if self.bits + count as usize > self.octets.len() * 8 {
+            return None;
+        }
+        let mut value = 0u64;
+        let mut left = count;
+        while left > 0 {
+            let octet = self.octets[self.bits / 8];
+            let used = (self.bits % 8) as u32;
+            let take = (8 - used).min(left);
+            let chunk = (octet >> (8 - used - take)) & (((1u16 << take) - 1) as u8);
+            value = (value << take) | u64::from(chunk);
+            self.bits += take as usize;
+            left -= take;
+        }
+        Some(value)
+    }
+
+    pub(crate) fn bit(&mut self) -> Option<bool> {
+        self.bits(1).map(|bit| bit == 1)
+    }
+
+    /// Skips to the next octet boundary; the skipped bits must be zero.
+    pub(crate) fn align(&mut self) -> Option<()> {
+        let pad = (8 - self.bits % 8) % 8;
+        (self.bits(pad as u32)? == 0).then_some(())
+    }
+
+    /// `count` octets at the next octet boundary.
+    pub(crate) fn octets(&mut self, count: usize) -> Option<&'a [u8]> {
+        self.align()?;
+        let start = self.bits / 8;
+        let octets = self.octets.get(start..start.checked_add(count)?)?;
+        self.bits += count * 8;
+        Some(octets)
+    }
+
+    /// A constrained whole number of a range of `range` values, as an offset from its lower
+    /// bound (the inverse of [`Writer::constrained`]).
+    pub(crate) fn constrained(&mut self, range: u64) -> Option<u64> {
+        let offset = match range {
+            0 => return None,
+            1 => 0,
+            2..=255 => self.bits(bits_for(range - 1))?,
+            256 => u64::from(self.octets(1)?[0]),
+            257..=65_536 => {
+                let octets = self.octets(2)?;
+                u64::from(u16::from_be_bytes([octets[0], octets[1]]))
+            }
+            _ => {
+                let count = self.constrained(octets_for(range - 1) as u64)? as usize + 1;
+                self.octets(count)?
+                    .iter()
+                    .fold(0u64, |value, &octet| (value << 8) | u64::from(octet))
+            }
+        };
+        (offset < range).then_some(offset)
+    }
+
+    /// An unconstrained length determinant below 16K.
+    pub(crate) fn unconstrained_length(&mut self) -> Option<usize> {
+        let first = self.octets(1)?[0];
+        match first >> 6 {
+            0 | 1 => Some(usize::from(first)),
+            2 => Some((usize::from(first & 0x3F) << 8) | usize::from(self.octets(1)?[0])),
+            _ => None,
+        }
+    }
+
+    /// A length determinant of a size constraint `lb..=ub` with `ub` below 64K.
+    pub(crate) fn constrained_length(&mut self, lb: usize, ub: usize) -> Option<usize> {
+        let offset = self.constrained((ub - lb + 1) as u64)?;
+        Some(lb + offset as usize)
+    }
+
+    /// The contents of an open type.
+    pub(crate) fn open_type(&mut self) -> Option<Reader<'a>> {
+        let length = self.unconstrained_length()?;
+        Some(Reader::new(self.octets(length)?))
+    }
+
+    /// Nothing left but zero padding in the last octet — or, for an encoding of no bits
+    /// (a NULL in an open type), the one zero octet that stands for it.
+    pub(crate) fn at_end(&mut self) -> Option<()> {
+        if self.bits == 0 && self.octets == [0] {
+            return Some(());
+        }
+        self.align()?;
+        (self.bits == self.octets.len() * 8).then_some(())
+    }
+}
+
 /// Bits of the binary form of `value` (0 for 0).
 fn bits_for(value: u64) -> u32 {
     64 - value.leading_zeros()
@@ -157,6 +268,30 @@ mod tests {
         w.constrained(5, 65_535).unwrap();
         assert_eq!(w.finish(), vec![5, 0, 5]);
         assert!(Writer::default().constrained(3, 3).is_none());
+    }
+
+    #[test]
+    fn the_reader_reads_what_the_writer_wrote() {
+        let mut w = Writer::default();
+        w.bit(true);
+        w.constrained(299, 0xFFFF_FFFF).unwrap();
+        w.bits(0b101, 3);
+        w.constrained_length(200, 1, 256).unwrap();
+        w.unconstrained_length(300).unwrap();
+        let octets = w.finish();
+        let mut r = Reader::new(&octets);
+        assert_eq!(r.bit(), Some(true));
+        assert_eq!(r.constrained(0xFFFF_FFFF), Some(299));
+        assert_eq!(r.bits(3), Some(0b101));
+        assert_eq!(r.constrained_length(1, 256), Some(200));
+        assert_eq!(r.unconstrained_length(), Some(300));
+        assert_eq!(r.at_end(), Some(()));
+        assert_eq!(r.bit(), None, "past the end");
+        // Padding that is not zero is refused.
+        assert_eq!(Reader::new(&[0b1000_0001]).bits(1).map(|_| ()), Some(()));
+        let mut r = Reader::new(&[0b1000_0001, 7]);
+        r.bit().unwrap();
+        assert!(r.octets(1).is_none());
     }
 
     #[test]

@@ -57,8 +57,21 @@ pub struct EncodeError {
     pub reason: String,
 }
 
-/// Decodes one RAS message from a datagram. Never panics, whatever the input.
+/// Decodes one RAS message from a datagram. Never panics, whatever the input. GRQ and RRQ
+/// of the shapes phones send are read by the hand-written decoders of `hot_request`, the
+/// rest by the generated codec; the message is the same either way.
 pub fn decode(bytes: &[u8]) -> Result<RasMessage, DecodeError> {
+    if bytes.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    if let Some(message) = super::hot_request::decode(bytes) {
+        return Ok(message);
+    }
+    decode_generated(bytes)
+}
+
+/// Decodes through the generated codec only.
+pub(crate) fn decode_generated(bytes: &[u8]) -> Result<RasMessage, DecodeError> {
     if bytes.is_empty() {
         return Err(DecodeError::Empty);
     }
@@ -86,7 +99,7 @@ pub fn decode(bytes: &[u8]) -> Result<RasMessage, DecodeError> {
 
 /// Encodes a RAS message.
 pub fn encode(message: &RasMessage) -> Result<Vec<u8>, EncodeError> {
-    if let Some(octets) = super::hot::encode(message) {
+    if let Some(octets) = super::hot_reply::encode(message) {
         return Ok(octets);
     }
     let mut buffer = Vec::with_capacity(128);
@@ -95,10 +108,10 @@ pub fn encode(message: &RasMessage) -> Result<Vec<u8>, EncodeError> {
 }
 
 /// Encodes a RAS message into `buffer` (cleared first), reusing its allocation. GCF and RCF
-/// of the shapes rasgk sends are written by the hand-written encoders of `hot`, the rest by
+/// of the shapes rasgk sends are written by the hand-written encoders of `hot_reply`, the rest by
 /// the generated codec; the octets are the same either way.
 pub fn encode_into(message: &RasMessage, buffer: &mut Vec<u8>) -> Result<(), EncodeError> {
-    if let Some(octets) = super::hot::encode(message) {
+    if let Some(octets) = super::hot_reply::encode(message) {
         buffer.clear();
         buffer.extend_from_slice(&octets);
         return Ok(());
