@@ -18,6 +18,7 @@
 //! pure functions of [`policy`].
 
 mod access;
+pub mod agls;
 mod calls_view;
 mod discovery;
 pub mod events;
@@ -44,6 +45,7 @@ use crate::calls::Calls;
 use crate::config::{Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
 use crate::ras::{self, MessageKind, RasMessage};
+use agls::Agls;
 use events::{Ending, Event, EventQueue};
 use load::{ClanLoad, Loads};
 use registry::Registry;
@@ -154,6 +156,8 @@ pub struct Gatekeeper {
     topology: Topology,
     loads: Loads,
     registry: Registry,
+    /// The AGLs the registrations hold, one copy each.
+    agls: Agls,
     reservations: HashMap<SocketAddr, Reservation>,
     retransmits: RetransmitCache,
     pending_urqs: HashMap<(SocketAddr, u16), PendingUrq>,
@@ -205,6 +209,7 @@ impl Gatekeeper {
             topology,
             loads,
             registry: Registry::default(),
+            agls: Agls::default(),
             reservations: HashMap::new(),
             retransmits: RetransmitCache::default(),
             pending_urqs: HashMap::new(),

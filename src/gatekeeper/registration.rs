@@ -242,6 +242,7 @@ impl Gatekeeper {
         };
         let tiers = self.topology.tiers(region).into_owned();
         let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
+        let agl = self.agls.intern(&agl);
         let endpoint_id = EndpointId::new(&registry::endpoint_id_text(key))
             .expect("EP + hex digits is a valid endpointIdentifier");
         let ttl_s = self.granted_ttl(rrq);
@@ -331,6 +332,7 @@ impl Gatekeeper {
             let tiers = self.topology.tiers(registration.region).into_owned();
             if policy::choose_tts_clan(&tiers, &self.loads, &registration.agl).is_none() {
                 let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
+                let agl = self.agls.intern(&agl);
                 if let Some(registration) = self.registry.get_mut(key) {
                     registration.agl = agl;
                 }

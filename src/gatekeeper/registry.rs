@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use super::agls::Agl;
 use super::topology::ClanIdx;
 use crate::config::RegionId;
 use crate::ras::reply::EndpointId;
@@ -36,7 +37,7 @@ pub struct Registration {
     /// The C-LAN holding its socket; `None` for a TTS phone still waiting for one.
     pub socket: Option<ClanIdx>,
     /// The AGL sent in its RCF.
-    pub agl: Vec<ClanIdx>,
+    pub agl: Agl,
     /// Granted time to live, seconds.
     pub ttl_s: u32,
     /// When it expires unless refreshed.

@@ -16,6 +16,9 @@ pub const HOLD: Duration = Duration::from_secs(10);
 /// Most replies kept at once.
 pub const MAX_ENTRIES: usize = 200_000;
 
+/// Entries' room the cache keeps however empty it gets.
+const KEPT_ROOM: usize = 4096;
+
 struct Entry {
     request: u64,
     stored: Instant,
@@ -74,13 +77,25 @@ impl RetransmitCache {
         }
     }
 
-    /// Drops replies older than [`HOLD`].
+    /// Drops replies older than [`HOLD`]. After a storm has passed, the table and the queue
+    /// give back the room they grew to (held at most twice what is left, and never for
+    /// fewer than [`KEPT_ROOM`] entries), so a gatekeeper with 100,000 phones does not keep
+    /// 200,000 empty slots for the rest of its life.
     pub fn expire(&mut self, now: Instant) {
+        let mut expired = false;
         while let Some(&(stored, _)) = self.order.front() {
             if now.saturating_duration_since(stored) < HOLD {
                 break;
             }
             self.pop_oldest();
+            expired = true;
+        }
+        if expired && self.entries.capacity() > KEPT_ROOM.max(4 * self.entries.len()) {
+            self.entries
+                .shrink_to(KEPT_ROOM.max(2 * self.entries.len()));
+        }
+        if expired && self.order.capacity() > KEPT_ROOM.max(4 * self.order.len()) {
+            self.order.shrink_to(KEPT_ROOM.max(2 * self.order.len()));
         }
     }
 
@@ -121,5 +136,29 @@ mod tests {
         assert!(cache.lookup((local, from, 7), 0).is_none());
         cache.expire(now + HOLD);
         assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn an_emptied_cache_gives_its_room_back() {
+        let mut cache = RetransmitCache::default();
+        let now = Instant::now();
+        let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
+        for port in 0..50_000u16 {
+            let from = SocketAddr::from(([127, 1, 0, 1], port));
+            cache.store(now, (local, from, 1), 0, Vec::new());
+        }
+        assert!(cache.entries.capacity() >= 50_000);
+        cache.expire(now + HOLD);
+        assert!(cache.is_empty());
+        assert!(
+            cache.entries.capacity() < 2 * KEPT_ROOM,
+            "{}",
+            cache.entries.capacity()
+        );
+        assert!(
+            cache.order.capacity() < 2 * KEPT_ROOM,
+            "{}",
+            cache.order.capacity()
+        );
     }
 }

@@ -302,11 +302,12 @@ impl Gatekeeper {
         }
         let endpoint_id = EndpointId::new(&registry::endpoint_id_text(saved.key))
             .expect("EP + hex digits is a valid endpointIdentifier");
-        let agl = saved
+        let agl: Vec<ClanIdx> = saved
             .agl
             .iter()
             .filter_map(|name| clans.get(name).copied())
             .collect();
+        let agl = self.agls.intern(&agl);
         if let Some(clan) = socket {
             self.loads.add_socket(clan);
         } else if saved.tts {

@@ -99,7 +99,9 @@ pub(super) async fn reload(path: &Path, gatekeeper: &mut Gatekeeper, server: Soc
     for address in &unused {
         server.sockets.remove(address);
     }
-    server.readers.retain(|(address, _)| !unused.contains(address));
+    server
+        .readers
+        .retain(|(address, _)| !unused.contains(address));
     let config = gatekeeper.config();
     let added: Vec<&str> = config
         .clans
