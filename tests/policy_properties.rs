@@ -135,6 +135,7 @@ fn topology() -> impl Strategy<Value = Config> {
                         route_groups: Vec::new(),
                         route_lists: Vec::new(),
                         route_patterns: Vec::new(),
+                        limits: rasgk::config::Limits::default(),
                     }
                 },
             )

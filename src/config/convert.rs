@@ -12,11 +12,12 @@ use ipnet::IpNet;
 
 use super::error::Fault;
 use super::file::{
-    AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LinkFile, RegionFile, TtsFile,
+    AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LimitsFile, LinkFile, RegionFile,
+    TtsFile,
 };
 use super::model::{
-    AdminSettings, AglQuotas, Clan, Config, GatekeeperSettings, Link, Region, RegionId, SocketMode,
-    TtsRule,
+    AdminSettings, AglQuotas, Clan, Config, GatekeeperSettings, Limits, Link, Region, RegionId,
+    SocketMode, TtsRule,
 };
 
 /// Region numbers allowed by domain.md ("an integer 1..=2000").
@@ -38,6 +39,7 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
     let clans = clans(&file.clan, &known, gatekeeper.discovery)?;
     let tts = tts_rules(&file.tts, &known)?;
     let admin = admin(&file.admin)?;
+    let limits = limits(&file.limits)?;
     let routing = super::routing::routing(
         &file.node,
         &file.trunk,
@@ -59,6 +61,7 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
         route_groups: routing.route_groups,
         route_lists: routing.route_lists,
         route_patterns: routing.route_patterns,
+        limits,
     })
 }
 
@@ -444,6 +447,28 @@ fn admin(admin: &AdminFile) -> Result<AdminSettings, Fault> {
     Ok(AdminSettings {
         listen,
         token: admin.token.clone(),
+    })
+}
+
+fn limits(limits: &LimitsFile) -> Result<Limits, Fault> {
+    for (field, value) in [
+        ("limits.burst_per_source", limits.burst_per_source),
+        ("limits.max_sources", limits.max_sources),
+        ("limits.max_reservations", limits.max_reservations),
+        ("limits.max_cached_replies", limits.max_cached_replies),
+        ("limits.reflection_ratio", limits.reflection_ratio),
+    ] {
+        at_least_one(field, value.into())?;
+    }
+    // u32 → usize cannot fail on the 32- and 64-bit targets rasgk builds for.
+    let size = |value: u32| usize::try_from(value).unwrap_or(usize::MAX);
+    Ok(Limits {
+        rate_per_source: (limits.rate_per_source > 0).then_some(limits.rate_per_source),
+        burst_per_source: limits.burst_per_source,
+        max_sources: size(limits.max_sources),
+        max_reservations: size(limits.max_reservations),
+        max_cached_replies: size(limits.max_cached_replies),
+        reflection_ratio: size(limits.reflection_ratio),
     })
 }
 

@@ -38,6 +38,41 @@ pub struct Config {
     pub route_lists: Vec<RouteList>,
     /// `[[route_pattern]]`, in configuration order (the order that breaks ties).
     pub route_patterns: Vec<RoutePattern>,
+    /// `[limits]`.
+    pub limits: Limits,
+}
+
+/// `[limits]`: the bounds on what peers can make the gatekeeper hold and send (domain.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// RAS datagrams per second one source IP may send; `None`: no rate limit.
+    pub rate_per_source: Option<u32>,
+    /// Datagrams a source may send at once before its rate applies, ≥ 1.
+    pub burst_per_source: u32,
+    /// Sources the rate limit keeps track of at once, ≥ 1 (the oldest idle one is forgotten
+    /// first).
+    pub max_sources: usize,
+    /// GCF reservations held at once, ≥ 1 (the oldest is dropped first).
+    pub max_reservations: usize,
+    /// Replies held for retransmissions, ≥ 1 (the oldest is dropped first).
+    pub max_cached_replies: usize,
+    /// A reply to a source without a registration is at most this many times the octets of
+    /// its request, ≥ 1.
+    pub reflection_ratio: usize,
+}
+
+impl Default for Limits {
+    /// What a file without `[limits]` gets.
+    fn default() -> Limits {
+        Limits {
+            rate_per_source: None,
+            burst_per_source: 20,
+            max_sources: 65_536,
+            max_reservations: 100_000,
+            max_cached_replies: 200_000,
+            reflection_ratio: 3,
+        }
+    }
 }
 
 /// How GCF choice walks the regions of a tier (domain.md §1.3).
