@@ -138,7 +138,7 @@ pub struct Counts {
 pub struct UnknownEndpoint(pub String);
 
 /// A reservation: a GCF named this C-LAN to this RAS source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 struct Reservation {
     clan: ClanIdx,
     expires: Instant,
