@@ -15,6 +15,7 @@
 //! service), `advance` moves the clock by that many 50 ms, running the timers due.
 
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rasgk::config::{self, Config};
@@ -34,8 +35,14 @@ pub struct Step {
 }
 
 /// The embedded default with small limits, so that a short script reaches every cap: room
-/// for three phones per C-LAN, a rate limit, and tiny tables.
+/// for three phones per C-LAN, a rate limit, and tiny tables. Parsed once: reading the TOML
+/// would cost more than most scripts.
 pub fn config() -> Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(small_limits).clone()
+}
+
+fn small_limits() -> Config {
     let mut config = config::embedded_default();
     for clan in &mut config.clans {
         clan.max_sockets = 3;
