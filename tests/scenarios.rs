@@ -1112,3 +1112,32 @@ max_sockets = 1
     let truncated = stats.malformed_of(rasgk::gatekeeper::stats::BadDatagram::Truncated);
     assert_eq!((truncated.answered, truncated.dropped), (0, 1));
 }
+
+#[test]
+fn a_cached_rcf_is_held_back_once_its_phone_is_no_longer_registered() {
+    // Found by the handle fuzzer: a C-LAN fault unregistered a phone, and the old RRQ sent
+    // again within 10 s got the cached RCF with its AGL — to an unregistered source.
+    let mut lab = Lab::new(&limited("reflection_ratio = 1"));
+    let mut p = phone(1, 1);
+    let clan = match lab.grq(&mut p) {
+        Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        } => clan,
+        other => panic!("GCF expected, got {other:?}"),
+    };
+    let rrq = p.rrq();
+    let rcf = lab.send(clan, &p, &rrq);
+    assert!(
+        rcf[0].payload.len() > rrq.len(),
+        "the RCF is over the bound"
+    );
+    // Registered, a retransmission gets the same RCF.
+    assert_eq!(lab.send(clan, &p, &rrq), rcf);
+    let name = lab.name_of(clan);
+    let idx = lab.gatekeeper.clan_by_name(&name).unwrap();
+    let urqs = lab.gatekeeper.set_in_service(lab.now, idx, false);
+    assert_eq!(urqs.len(), 1, "the phone is unregistered with a URQ");
+    assert!(lab.send(clan, &p, &rrq).is_empty());
+    assert_eq!(lab.gatekeeper.stats().reflection_dropped, 1);
+}

@@ -292,7 +292,8 @@ impl Gatekeeper {
         ) {
             if kind.is_request() {
                 let fingerprint = retransmit::fingerprint(datagram);
-                if let Some(replies) = self.cached(now, (local, from, seq), fingerprint) {
+                let key = (local, from, seq);
+                if let Some(replies) = self.cached(now, key, fingerprint, datagram.len()) {
                     self.stats.received[kind as usize] += 1;
                     return replies;
                 }
@@ -352,16 +353,32 @@ impl Gatekeeper {
         }
     }
 
-    /// The cached replies to an identical earlier request, counted as sent again.
+    /// The cached replies to an identical earlier request (of `request_len` octets), counted
+    /// as sent again. A reply cached while its source was registered is held back when the
+    /// source no longer is and the reply is over the reflection bound (a C-LAN fault
+    /// unregistered it, and its RCF with the AGL would otherwise go to whoever sends the old
+    /// RRQ again from its address).
     fn cached(
         &mut self,
         now: Instant,
         key: (SocketAddr, SocketAddr, u16),
         fingerprint: u64,
+        request_len: usize,
     ) -> Option<Vec<Transmit>> {
         self.retransmits.expire(now);
-        let replies = self.retransmits.lookup(key, fingerprint)?.to_vec();
+        let mut replies = self.retransmits.lookup(key, fingerprint)?.to_vec();
+        let before = replies.len();
+        replies.retain(|reply| self.within_reflection_bound(key.1, request_len, &reply.payload));
+        self.stats.reflection_dropped += (before - replies.len()) as u64;
         Some(self.answer_again(replies))
+    }
+
+    /// The reflection bound (`[limits] reflection_ratio`): a reply to a source with no
+    /// registration is at most that many times its request. Every reply is checked here,
+    /// the new ones in [`reply`](Gatekeeper::reply) and the cached ones in `cached`.
+    fn within_reflection_bound(&self, to: SocketAddr, request_len: usize, reply: &[u8]) -> bool {
+        reply.len() <= request_len.saturating_mul(self.config.limits.reflection_ratio)
+            || self.registry.by_source(to).is_some()
     }
 
     /// Answers a decoded message. `checked` is the fingerprint of a request whose cache
@@ -388,7 +405,8 @@ impl Gatekeeper {
             Some(fingerprint) => fingerprint,
             None => {
                 let fingerprint = retransmit::fingerprint(datagram);
-                if let Some(replies) = self.cached(now, (local, from, seq), fingerprint) {
+                let key = (local, from, seq);
+                if let Some(replies) = self.cached(now, key, fingerprint, datagram.len()) {
                     return replies;
                 }
                 fingerprint
@@ -477,9 +495,9 @@ impl Gatekeeper {
     /// Encodes the reply to a request of `request_len` octets and counts it as sent, within
     /// the reflection bound: to a source with no registration, a reply longer than
     /// `[limits] reflection_ratio` times its request is shortened ([`ras::shorten`]: no
-    /// alternate gatekeepers, no echo), and not sent at all when still too long. This is the
-    /// one place every reply passes, so a forged source address can never be sent more than
-    /// that multiple of what the forger sent.
+    /// alternate gatekeepers, no echo), and not sent at all when still too long. Every new
+    /// reply passes here (and every cached one the same bound in `cached`), so a forged
+    /// source address can never be sent more than that multiple of what the forger sent.
     fn reply(
         &mut self,
         local: SocketAddr,
@@ -487,17 +505,16 @@ impl Gatekeeper {
         request_len: usize,
         mut message: RasMessage,
     ) -> Option<Transmit> {
-        let bound = request_len.saturating_mul(self.config.limits.reflection_ratio);
         let mut transmit = self.encode(local, to, &message)?;
-        if transmit.payload.len() > bound && self.registry.by_source(to).is_none() {
+        if !self.within_reflection_bound(to, request_len, &transmit.payload) {
             if ras::shorten(&mut message) {
                 transmit = self.encode(local, to, &message)?;
             }
-            if transmit.payload.len() > bound {
+            if !self.within_reflection_bound(to, request_len, &transmit.payload) {
                 self.stats.reflection_dropped += 1;
                 tracing::debug!(
                     len = transmit.payload.len(),
-                    bound,
+                    request_len,
                     "reply to an unregistered source too long: not sent"
                 );
                 return None;
