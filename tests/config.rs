@@ -143,6 +143,18 @@ fn every_key_is_read() {
         .map(|p| (p.alias.as_str(), p.secret.as_str()))
         .collect();
     assert_eq!(passwords, [("2001", "pässwörd"), ("Zoë", "x")]);
+    let limits = &c.limits;
+    assert_eq!(limits.rate_per_source, Some(50));
+    assert_eq!(limits.burst_per_source, 7);
+    assert_eq!(
+        (
+            limits.max_sources,
+            limits.max_reservations,
+            limits.max_cached_replies
+        ),
+        (1000, 2000, 3000)
+    );
+    assert_eq!(limits.reflection_ratio, 4);
     assert_eq!(
         (c.agl.max, c.agl.home, c.agl.direct, c.agl.indirect),
         (128, 100, 20, 8)
@@ -276,6 +288,13 @@ fn embedded_default_shows_every_key_of_the_schema() {
         "[admin]",
         "listen =",
         "token =",
+        "[limits]",
+        "rate_per_source =",
+        "burst_per_source =",
+        "max_sources =",
+        "max_reservations =",
+        "max_cached_replies =",
+        "reflection_ratio =",
     ];
     let missing: Vec<&str> = keys
         .iter()

@@ -138,6 +138,7 @@ fn topology() -> impl Strategy<Value = Config> {
                         route_lists: Vec::new(),
                         route_patterns: Vec::new(),
                         passwords: Vec::new(),
+                        limits: rasgk::config::Limits::default(),
                     }
                 },
             )

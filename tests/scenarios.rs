@@ -696,31 +696,6 @@ fn a_cap_below_the_load_refuses_new_work_and_drops_nobody() {
 }
 
 #[test]
-fn bad_datagrams_change_nothing() {
-    let mut lab = Lab::new(ONE_REGION);
-    let mut p = phone(1, 1);
-    lab.register(&mut p);
-    let before = lab.gatekeeper.snapshot();
-    let discovery = addr(DISCOVERY);
-    // Not RAS at all: counted, dropped.
-    assert!(lab.send(discovery, &p, b"").is_empty());
-    assert!(lab.send(discovery, &p, b"\xff\xff\xff").is_empty());
-    // A GRQ cut short: its sequence number is readable, so it gets XRS.
-    let grq = p.grq();
-    let out = lab.send(discovery, &p, &grq[..grq.len() / 2]);
-    assert_eq!(out.len(), 1);
-    match Answer::read(&out[0].payload).unwrap() {
-        Answer::Other { kind, seq } => {
-            assert_eq!(kind, rasgk::ras::MessageKind::Xrs);
-            assert_eq!(seq, p.last_seq());
-        }
-        other => panic!("XRS expected, got {other:?}"),
-    }
-    assert_eq!(lab.gatekeeper.snapshot(), before);
-    assert_eq!(lab.gatekeeper.stats().decode_failures, 3);
-}
-
-#[test]
 fn an_irr_asking_for_a_response_gets_iack_or_inak() {
     use rasgk::ras::{self, request, MessageKind, RasMessage};
     let mut lab = Lab::new(ONE_REGION);
@@ -924,4 +899,245 @@ fn a_registered_phone_starting_over_keeps_its_place_in_a_full_system() {
     ));
     assert_eq!(lab.loads(), before);
     assert_eq!(lab.gatekeeper.registrations().len(), 3);
+}
+
+/// ONE_REGION with a `[limits]` table.
+fn limited(limits: &str) -> String {
+    format!("{ONE_REGION}\n[limits]\n{limits}\n")
+}
+
+#[test]
+fn bad_datagrams_are_counted_by_kind_and_answered_when_their_seq_reads() {
+    use rasgk::gatekeeper::stats::{BadDatagram, BadDatagramCount};
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    lab.register(&mut p);
+    let before = lab.gatekeeper.snapshot();
+    let discovery = addr(DISCOVERY);
+    let grq = p.grq();
+    let mut flipped = grq.clone();
+    // Bit 37 is in rasAddress's CHOICE index: 17 names no TransportAddress alternative.
+    flipped[4] ^= 0x04;
+    let cases: [(&[u8], BadDatagram, bool); 7] = [
+        (b"", BadDatagram::Empty, false),
+        (&[0u8; 9000], BadDatagram::Oversized, false),
+        (b"\x7f\x00\x00", BadDatagram::UnknownMessage, false),
+        (b"\x80", BadDatagram::Truncated, false),
+        (&grq[..grq.len() / 2], BadDatagram::Truncated, true),
+        (&flipped, BadDatagram::Invalid, true),
+        (
+            &[&grq[..], b"\x00"].concat(),
+            BadDatagram::TrailingData,
+            true,
+        ),
+    ];
+    for (datagram, kind, xrs) in cases {
+        let out = lab.send(discovery, &p, datagram);
+        assert_eq!(out.len(), usize::from(xrs), "{kind:?}: {out:?}");
+        if xrs {
+            assert!(matches!(
+                Answer::read(&out[0].payload).unwrap(),
+                Answer::Other { kind: rasgk::ras::MessageKind::Xrs, seq } if seq == p.last_seq()
+            ));
+        }
+    }
+    let stats = lab.gatekeeper.stats();
+    let counted: Vec<(BadDatagram, BadDatagramCount)> = BadDatagram::ALL
+        .iter()
+        .map(|&kind| (kind, stats.malformed_of(kind)))
+        .collect();
+    let count = |answered, dropped| BadDatagramCount { answered, dropped };
+    assert_eq!(
+        counted,
+        [
+            (BadDatagram::Empty, count(0, 1)),
+            (BadDatagram::Oversized, count(0, 1)),
+            (BadDatagram::UnknownMessage, count(0, 1)),
+            (BadDatagram::Truncated, count(1, 1)),
+            (BadDatagram::Invalid, count(1, 0)),
+            (BadDatagram::TrailingData, count(1, 0)),
+        ]
+    );
+    assert_eq!(stats.decode_failures, 7);
+    assert_eq!(lab.gatekeeper.snapshot(), before);
+}
+
+#[test]
+fn a_source_over_its_rate_is_dropped_unread() {
+    let mut lab = Lab::new(&limited("rate_per_source = 2\nburst_per_source = 3"));
+    let mut p = phone(1, 1);
+    // The same IP on another port shares the bucket; another IP has its own.
+    let mut same_host = Phone::extension(60_900, SocketAddr::from(([127, 1, 0, 1], 5001)));
+    let mut other = phone(1, 2);
+    let answered = (0..10)
+        .filter(|_| {
+            let grq = p.grq();
+            !lab.send(addr(DISCOVERY), &p, &grq).is_empty()
+        })
+        .count();
+    assert_eq!(answered, 3, "the burst");
+    let grq = same_host.grq();
+    assert!(lab.send(addr(DISCOVERY), &same_host, &grq).is_empty());
+    assert!(matches!(lab.grq(&mut other), Answer::Gcf { .. }));
+    assert_eq!(lab.gatekeeper.stats().rate_limited, 8);
+    // Two tokens a second: one second later, two more.
+    lab.at(1);
+    let answered = (0..5)
+        .filter(|_| {
+            let grq = p.grq();
+            !lab.send(addr(DISCOVERY), &p, &grq).is_empty()
+        })
+        .count();
+    assert_eq!(answered, 2);
+    assert_eq!(lab.gatekeeper.counts().rate_limit_sources, 2);
+}
+
+#[test]
+fn at_the_reservation_cap_the_oldest_reservation_makes_room() {
+    let mut lab = Lab::new(&limited("max_reservations = 2"));
+    let mut phones: Vec<Phone> = (1..=3).map(|n| phone(1, n)).collect();
+    for p in &mut phones {
+        lab.at(1);
+        assert!(matches!(lab.grq(p), Answer::Gcf { .. }));
+    }
+    assert_eq!(lab.gatekeeper.counts().reservations, 2);
+    assert_eq!(lab.gatekeeper.stats().reservations_dropped, 1);
+    let reserved: u32 = lab.clans().iter().map(|c| c.reserved).sum();
+    assert_eq!(reserved, 2, "the dropped reservation's place is free again");
+    // The first phone lost its reservation, not its chance: its RRQ finds room.
+    let clan = addr("127.0.1.1:1719");
+    assert!(matches!(
+        lab.rrq_at(clan, &mut phones[0]),
+        Answer::Rcf { .. }
+    ));
+    assert_eq!(
+        lab.gatekeeper.counts().timers,
+        3,
+        "2 reservations, 1 registration"
+    );
+}
+
+#[test]
+fn the_retransmission_cache_cap_drops_the_oldest_reply() {
+    let mut lab = Lab::new(&limited("max_cached_replies = 2"));
+    let mut phones: Vec<Phone> = (1..=3).map(|n| phone(1, n)).collect();
+    for p in &mut phones {
+        lab.grq(p);
+    }
+    let counts = lab.gatekeeper.counts();
+    assert_eq!(
+        (counts.cached_replies, counts.cached_replies_evicted),
+        (2, 1)
+    );
+}
+
+#[test]
+fn replies_to_unregistered_sources_stay_within_the_reflection_bound() {
+    let long_id = "g".repeat(100);
+    let toml = format!(
+        r#"
+[gatekeeper]
+seed = 1
+gatekeeper_id = "{long_id}"
+[limits]
+reflection_ratio = 1
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[clan]]
+name = "a"
+region = 1
+address = "127.0.1.1:1719"
+max_sockets = 1
+[[clan]]
+name = "b"
+region = 1
+address = "127.0.1.2:1719"
+max_sockets = 1
+"#
+    );
+    let mut lab = Lab::new(&toml);
+    let (a, b) = (addr("127.0.1.1:1719"), addr("127.0.1.2:1719"));
+    let mut first = phone(1, 1);
+    // A GCF with a 100-character gatekeeperIdentifier is 7 times a 32-octet GRQ: it goes
+    // without the identifier, still naming the C-LAN.
+    let grq = first.grq();
+    let out = lab.send(addr(DISCOVERY), &first, &grq);
+    assert_eq!(out.len(), 1);
+    assert!(
+        out[0].payload.len() <= grq.len(),
+        "{}",
+        out[0].payload.len()
+    );
+    let gcf = Answer::read(&out[0].payload).unwrap();
+    assert_eq!(
+        gcf,
+        Answer::Gcf {
+            seq: first.last_seq(),
+            ras_address: Some(a)
+        }
+    );
+    first.learn(&gcf);
+    // Registered, a phone gets everything: an RCF whose AGL names b with the long id.
+    let rrq = first.rrq();
+    let out = lab.send(a, &first, &rrq);
+    assert!(out[0].payload.len() > rrq.len());
+    assert!(matches!(
+        Answer::read(&out[0].payload).unwrap(),
+        Answer::Rcf { .. }
+    ));
+    // An unregistered phone's RRQ at the full a: RRJ without its altGKInfo naming b.
+    let mut second = phone(1, 2);
+    let rrq = second.rrq();
+    let out = lab.send(a, &second, &rrq);
+    assert!(out[0].payload.len() <= rrq.len());
+    match Answer::read(&out[0].payload).unwrap() {
+        Answer::Rrj {
+            reason, alternates, ..
+        } => {
+            assert_eq!(reason, "resourceUnavailable");
+            assert!(alternates.is_empty(), "{alternates:?}");
+        }
+        other => panic!("RRJ expected, got {other:?}"),
+    }
+    let stats = lab.gatekeeper.stats();
+    assert_eq!(
+        (stats.reflection_shortened, stats.reflection_dropped),
+        (2, 0)
+    );
+    // Four octets with a readable seq: even an XRS without its echo is longer. Not sent.
+    assert!(lab.send(b, &second, &rrq[..4]).is_empty());
+    let stats = lab.gatekeeper.stats();
+    assert_eq!(stats.reflection_dropped, 1);
+    let truncated = stats.malformed_of(rasgk::gatekeeper::stats::BadDatagram::Truncated);
+    assert_eq!((truncated.answered, truncated.dropped), (0, 1));
+}
+
+#[test]
+fn a_cached_rcf_is_held_back_once_its_phone_is_no_longer_registered() {
+    // Found by the handle fuzzer: a C-LAN fault unregistered a phone, and the old RRQ sent
+    // again within 10 s got the cached RCF with its AGL — to an unregistered source.
+    let mut lab = Lab::new(&limited("reflection_ratio = 1"));
+    let mut p = phone(1, 1);
+    let clan = match lab.grq(&mut p) {
+        Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        } => clan,
+        other => panic!("GCF expected, got {other:?}"),
+    };
+    let rrq = p.rrq();
+    let rcf = lab.send(clan, &p, &rrq);
+    assert!(
+        rcf[0].payload.len() > rrq.len(),
+        "the RCF is over the bound"
+    );
+    // Registered, a retransmission gets the same RCF.
+    assert_eq!(lab.send(clan, &p, &rrq), rcf);
+    let name = lab.name_of(clan);
+    let idx = lab.gatekeeper.clan_by_name(&name).unwrap();
+    let urqs = lab.gatekeeper.set_in_service(lab.now, idx, false);
+    assert_eq!(urqs.len(), 1, "the phone is unregistered with a URQ");
+    assert!(lab.send(clan, &p, &rrq).is_empty());
+    assert_eq!(lab.gatekeeper.stats().reflection_dropped, 1);
 }

@@ -12,12 +12,12 @@ use ipnet::IpNet;
 
 use super::error::Fault;
 use super::file::{
-    AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LinkFile, PasswordFile, RegionFile,
-    TtsFile,
+    AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LimitsFile, LinkFile, PasswordFile,
+    RegionFile, TtsFile,
 };
 use super::model::{
-    AdminSettings, AglQuotas, AliasPassword, Clan, Config, GatekeeperSettings, Link, Region,
-    RegionId, SocketMode, TtsRule,
+    AdminSettings, AglQuotas, AliasPassword, Clan, Config, GatekeeperSettings, Limits, Link,
+    Region, RegionId, SocketMode, TtsRule,
 };
 
 /// Region numbers allowed by domain.md ("an integer 1..=2000").
@@ -47,6 +47,7 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
     let tts = tts_rules(&file.tts, &known)?;
     let admin = admin(&file.admin)?;
     let passwords = passwords(&file.password)?;
+    let limits = limits(&file.limits)?;
     let routing = super::routing::routing(
         &file.node,
         &file.trunk,
@@ -69,6 +70,7 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
         route_lists: routing.route_lists,
         route_patterns: routing.route_patterns,
         passwords,
+        limits,
     })
 }
 
@@ -518,6 +520,28 @@ fn admin(admin: &AdminFile) -> Result<AdminSettings, Fault> {
     Ok(AdminSettings {
         listen,
         token: admin.token.clone(),
+    })
+}
+
+fn limits(limits: &LimitsFile) -> Result<Limits, Fault> {
+    for (field, value) in [
+        ("limits.burst_per_source", limits.burst_per_source),
+        ("limits.max_sources", limits.max_sources),
+        ("limits.max_reservations", limits.max_reservations),
+        ("limits.max_cached_replies", limits.max_cached_replies),
+        ("limits.reflection_ratio", limits.reflection_ratio),
+    ] {
+        at_least_one(field, value.into())?;
+    }
+    // u32 → usize cannot fail on the 32- and 64-bit targets rasgk builds for.
+    let size = |value: u32| usize::try_from(value).unwrap_or(usize::MAX);
+    Ok(Limits {
+        rate_per_source: (limits.rate_per_source > 0).then_some(limits.rate_per_source),
+        burst_per_source: limits.burst_per_source,
+        max_sources: size(limits.max_sources),
+        max_reservations: size(limits.max_reservations),
+        max_cached_replies: size(limits.max_cached_replies),
+        reflection_ratio: size(limits.reflection_ratio),
     })
 }
 

@@ -40,6 +40,8 @@ pub(crate) struct FileConfig {
     pub route_pattern: Vec<RoutePatternFile>,
     #[serde(default)]
     pub password: Vec<PasswordFile>,
+    #[serde(default)]
+    pub limits: LimitsFile,
 }
 
 /// `[[password]]`.
@@ -189,6 +191,37 @@ impl Default for AglFile {
     }
 }
 
+/// `[limits]`: what one source, or all of them, may make the gatekeeper hold or send.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LimitsFile {
+    #[serde(default)]
+    pub rate_per_source: u32,
+    #[serde(default = "default_burst_per_source")]
+    pub burst_per_source: u32,
+    #[serde(default = "default_max_sources")]
+    pub max_sources: u32,
+    #[serde(default = "default_max_reservations")]
+    pub max_reservations: u32,
+    #[serde(default = "default_max_cached_replies")]
+    pub max_cached_replies: u32,
+    #[serde(default = "default_reflection_ratio")]
+    pub reflection_ratio: u32,
+}
+
+impl Default for LimitsFile {
+    fn default() -> Self {
+        LimitsFile {
+            rate_per_source: 0,
+            burst_per_source: default_burst_per_source(),
+            max_sources: default_max_sources(),
+            max_reservations: default_max_reservations(),
+            max_cached_replies: default_max_cached_replies(),
+            reflection_ratio: default_reflection_ratio(),
+        }
+    }
+}
+
 /// `[[region]]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -334,6 +367,21 @@ fn default_tts_rule_tts() -> bool {
 fn default_admin_listen() -> String {
     "127.0.0.1:7000".to_owned()
 }
+fn default_burst_per_source() -> u32 {
+    20
+}
+fn default_max_sources() -> u32 {
+    65_536
+}
+fn default_max_reservations() -> u32 {
+    100_000
+}
+fn default_max_cached_replies() -> u32 {
+    200_000
+}
+fn default_reflection_ratio() -> u32 {
+    3
+}
 
 #[cfg(test)]
 mod tests {
@@ -359,6 +407,12 @@ mod tests {
         assert_eq!((agl.max, agl.home, agl.direct, agl.indirect), (16, 6, 6, 4));
         assert_eq!(file.admin.listen, "127.0.0.1:7000");
         assert_eq!(file.admin.token, None);
+        let limits = &file.limits;
+        assert_eq!((limits.rate_per_source, limits.burst_per_source), (0, 20));
+        assert_eq!(limits.max_sources, 65_536);
+        assert_eq!(limits.max_reservations, 100_000);
+        assert_eq!(limits.max_cached_replies, 200_000);
+        assert_eq!(limits.reflection_ratio, 3);
     }
 
     #[test]

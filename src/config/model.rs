@@ -41,6 +41,8 @@ pub struct Config {
     /// `[[password]]`: aliases that must prove a password (H.235 `cryptoEPPwdHash`) to
     /// register; each alias once.
     pub passwords: Vec<AliasPassword>,
+    /// `[limits]`.
+    pub limits: Limits,
 }
 
 /// `[[password]]`: an alias and its secret, each 1..=127 characters of the BMP without NUL
@@ -60,6 +62,39 @@ impl std::fmt::Debug for AliasPassword {
             .field("alias", &self.alias)
             .field("secret", &"…")
             .finish()
+    }
+}
+
+/// `[limits]`: the bounds on what peers can make the gatekeeper hold and send (domain.md §7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// RAS datagrams per second one source IP may send; `None`: no rate limit.
+    pub rate_per_source: Option<u32>,
+    /// Datagrams a source may send at once before its rate applies, ≥ 1.
+    pub burst_per_source: u32,
+    /// Sources the rate limit keeps track of at once, ≥ 1 (the oldest idle one is forgotten
+    /// first).
+    pub max_sources: usize,
+    /// GCF reservations held at once, ≥ 1 (the oldest is dropped first).
+    pub max_reservations: usize,
+    /// Replies held for retransmissions, ≥ 1 (the oldest is dropped first).
+    pub max_cached_replies: usize,
+    /// A reply to a source without a registration is at most this many times the octets of
+    /// its request, ≥ 1.
+    pub reflection_ratio: usize,
+}
+
+impl Default for Limits {
+    /// What a file without `[limits]` gets.
+    fn default() -> Limits {
+        Limits {
+            rate_per_source: None,
+            burst_per_source: 20,
+            max_sources: 65_536,
+            max_reservations: 100_000,
+            max_cached_replies: 200_000,
+            reflection_ratio: 3,
+        }
     }
 }
 

@@ -68,6 +68,13 @@ impl Gatekeeper {
                 GrjReason::ResourceUnavailable,
             ));
         };
+        if self.reservations.len() >= self.config.limits.max_reservations {
+            // Full: the reservation that runs out first makes room (see `reservations`).
+            if let Some(oldest) = self.reservations.oldest() {
+                self.release_reservation(oldest);
+                self.stats.reservations_dropped += 1;
+            }
+        }
         self.loads.reserve(clan);
         let expires = now + Duration::from_secs(u64::from(self.config.gatekeeper.gcf_hold_s));
         self.reservations.insert(

@@ -12,10 +12,15 @@
 //! microseconds. The tokio server in [`crate::server`] only moves datagrams.
 //!
 //! What it keeps: per C-LAN loads ([`load`]), registrations ([`registry`]), GCF reservations
-//! (one per RAS source), the retransmission cache ([`retransmit`]), gatekeeper-sent URQs
-//! waiting for their UCF, TTS phones waiting for a socket, and outbound trunk calls in
-//! progress ([`crate::calls`]). The rules themselves are the
-//! pure functions of [`policy`].
+//! (one per RAS source, at most `[limits] max_reservations`), the retransmission cache
+//! ([`retransmit`]), gatekeeper-sent URQs waiting for their UCF, TTS phones waiting for a
+//! socket, outbound trunk calls in progress ([`crate::calls`]) and the per-source rate limit
+//! ([`rate_limit`]). The rules themselves are the pure functions of [`policy`].
+//!
+//! Bad input (domain.md §7) stops in [`Gatekeeper::handle`]: a source over its rate is
+//! dropped unread, an oversized or undecodable datagram is counted by what was wrong with it
+//! ([`stats::BadDatagram`]) and dropped or answered with XRS, and every reply to a source
+//! without a registration passes the reflection bound of `[limits] reflection_ratio`.
 
 mod access;
 pub mod agls;
@@ -24,9 +29,11 @@ mod discovery;
 pub mod events;
 pub mod load;
 pub mod policy;
+pub mod rate_limit;
 mod registration;
 pub mod registry;
 mod reload;
+mod reservations;
 pub mod retransmit;
 mod snapshot;
 pub mod state;
@@ -48,8 +55,11 @@ use crate::ras::{self, MessageKind, RasMessage};
 use agls::Agls;
 use events::{Ending, Event, EventQueue};
 use load::{ClanLoad, Loads};
+use rate_limit::RateLimit;
 use registry::Registry;
+use reservations::Reservations;
 use retransmit::RetransmitCache;
+use stats::BadDatagram;
 use topology::{ClanIdx, Topology};
 
 pub use calls_view::{CallView, TrunkNodeView, TrunkView};
@@ -71,6 +81,11 @@ pub const URQ_ATTEMPTS: u32 = 3;
 
 /// How often TTS phones without a socket are tried again.
 pub const TTS_RETRY: Duration = Duration::from_secs(1);
+
+/// The longest datagram read as RAS; longer ones are counted ([`BadDatagram::Oversized`])
+/// and dropped unread. Real RAS messages fit an Ethernet frame; the largest a gatekeeper
+/// sends, an RCF with a 128-entry AGL, is about 4 KB.
+pub const MAX_DATAGRAM: usize = 8192;
 
 /// One datagram to send.
 #[must_use]
@@ -112,6 +127,13 @@ pub struct Counts {
     pub timers: usize,
     /// Replies held for retransmissions.
     pub cached_replies: usize,
+    /// Sources the rate limit keeps track of.
+    pub rate_limit_sources: usize,
+    /// Sources the rate limit forgot to make room for new ones (a counter).
+    pub rate_limit_sources_forgotten: u64,
+    /// Replies dropped from the retransmission cache before their time to make room (a
+    /// counter).
+    pub cached_replies_evicted: u64,
     /// Events dropped because they were not drained in time.
     pub events_dropped: u64,
 }
@@ -158,8 +180,9 @@ pub struct Gatekeeper {
     registry: Registry,
     /// The AGLs the registrations hold, one copy each.
     agls: Agls,
-    reservations: HashMap<SocketAddr, Reservation>,
+    reservations: Reservations,
     retransmits: RetransmitCache,
+    rate_limit: RateLimit,
     pending_urqs: HashMap<(SocketAddr, u16), PendingUrq>,
     tts_pending: BTreeSet<u64>,
     tts_retry_at: Option<Instant>,
@@ -202,6 +225,8 @@ impl Gatekeeper {
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap_or_default(),
         );
+        let retransmits = RetransmitCache::new(config.limits.max_cached_replies);
+        let rate_limit = RateLimit::new(&config.limits);
         Ok(Gatekeeper {
             loaded: config.clone(),
             config,
@@ -210,8 +235,9 @@ impl Gatekeeper {
             loads,
             registry: Registry::default(),
             agls: Agls::default(),
-            reservations: HashMap::new(),
-            retransmits: RetransmitCache::default(),
+            reservations: Reservations::default(),
+            retransmits,
+            rate_limit,
             pending_urqs: HashMap::new(),
             tts_pending: BTreeSet::new(),
             tts_retry_at: None,
@@ -266,8 +292,9 @@ impl Gatekeeper {
     /// Handles one received datagram; returns what to send.
     ///
     /// `local` is the address it arrived at (discovery, a C-LAN, or the multicast group),
-    /// `from` its source. A datagram that does not decode is counted and answered with XRS
-    /// when its sequence number can be read; it never changes state.
+    /// `from` its source. A source over its rate (`[limits] rate_per_source`) is dropped
+    /// unread. A datagram that does not decode is counted by what was wrong with it and
+    /// answered with XRS when its sequence number can be read; it never changes state.
     pub fn handle(
         &mut self,
         now: Instant,
@@ -275,6 +302,13 @@ impl Gatekeeper {
         from: SocketAddr,
         datagram: &[u8],
     ) -> Vec<Transmit> {
+        if !self.rate_limit.admit(now, from.ip()) {
+            self.stats.rate_limited += 1;
+            return Vec::new();
+        }
+        if datagram.len() > MAX_DATAGRAM {
+            return self.malformed(local, from, datagram, BadDatagram::Oversized);
+        }
         // Fast path: a retransmission is answered from the cache without decoding it, so a
         // storm of retransmissions costs a hash and a lookup each.
         let mut checked = None;
@@ -284,7 +318,8 @@ impl Gatekeeper {
         ) {
             if kind.is_request() {
                 let fingerprint = retransmit::fingerprint(datagram);
-                if let Some(replies) = self.cached(now, (local, from, seq), fingerprint) {
+                let key = (local, from, seq);
+                if let Some(replies) = self.cached(now, key, fingerprint, datagram.len()) {
                     self.stats.received[kind as usize] += 1;
                     return replies;
                 }
@@ -294,19 +329,32 @@ impl Gatekeeper {
         let message = match ras::decode(datagram) {
             Ok(message) => message,
             Err(error) => {
-                self.stats.decode_failures += 1;
                 tracing::debug!(peer = %from, %error, "undecodable datagram");
-                return match ras::peek_request_seq_num(datagram) {
-                    Some(seq) => {
-                        let xrs = reply::unknown_message_response(seq, datagram);
-                        let reply_from = self.reply_from(local);
-                        self.send(reply_from, from, &xrs).into_iter().collect()
-                    }
-                    None => Vec::new(),
-                };
+                return self.malformed(local, from, datagram, BadDatagram::of(&error));
             }
         };
         self.respond(now, local, from, &message, datagram, checked)
+    }
+
+    /// A datagram that is no RAS message: counted by kind, answered with XRS when its
+    /// sequence number can be read (an oversized one is not read at all).
+    fn malformed(
+        &mut self,
+        local: SocketAddr,
+        from: SocketAddr,
+        datagram: &[u8],
+        kind: BadDatagram,
+    ) -> Vec<Transmit> {
+        let seq = match kind {
+            BadDatagram::Oversized => None,
+            _ => ras::peek_request_seq_num(datagram),
+        };
+        let xrs = seq.and_then(|seq| {
+            let xrs = reply::unknown_message_response(seq, datagram);
+            self.reply(self.reply_from(local), from, datagram.len(), xrs)
+        });
+        self.stats.count_malformed(kind, xrs.is_some());
+        xrs.into_iter().collect()
     }
 
     /// Handles one decoded message; `datagram` is its encoding (for the retransmission cache
@@ -331,16 +379,32 @@ impl Gatekeeper {
         }
     }
 
-    /// The cached replies to an identical earlier request, counted as sent again.
+    /// The cached replies to an identical earlier request (of `request_len` octets), counted
+    /// as sent again. A reply cached while its source was registered is held back when the
+    /// source no longer is and the reply is over the reflection bound (a C-LAN fault
+    /// unregistered it, and its RCF with the AGL would otherwise go to whoever sends the old
+    /// RRQ again from its address).
     fn cached(
         &mut self,
         now: Instant,
         key: (SocketAddr, SocketAddr, u16),
         fingerprint: u64,
+        request_len: usize,
     ) -> Option<Vec<Transmit>> {
         self.retransmits.expire(now);
-        let replies = self.retransmits.lookup(key, fingerprint)?.to_vec();
+        let mut replies = self.retransmits.lookup(key, fingerprint)?.to_vec();
+        let before = replies.len();
+        replies.retain(|reply| self.within_reflection_bound(key.1, request_len, &reply.payload));
+        self.stats.reflection_dropped += (before - replies.len()) as u64;
         Some(self.answer_again(replies))
+    }
+
+    /// The reflection bound (`[limits] reflection_ratio`): a reply to a source with no
+    /// registration is at most that many times its request. Every reply is checked here,
+    /// the new ones in [`reply`](Gatekeeper::reply) and the cached ones in `cached`.
+    fn within_reflection_bound(&self, to: SocketAddr, request_len: usize, reply: &[u8]) -> bool {
+        reply.len() <= request_len.saturating_mul(self.config.limits.reflection_ratio)
+            || self.registry.by_source(to).is_some()
     }
 
     /// Answers a decoded message. `checked` is the fingerprint of a request whose cache
@@ -367,7 +431,8 @@ impl Gatekeeper {
             Some(fingerprint) => fingerprint,
             None => {
                 let fingerprint = retransmit::fingerprint(datagram);
-                if let Some(replies) = self.cached(now, (local, from, seq), fingerprint) {
+                let key = (local, from, seq);
+                if let Some(replies) = self.cached(now, key, fingerprint, datagram.len()) {
                     return replies;
                 }
                 fingerprint
@@ -389,7 +454,10 @@ impl Gatekeeper {
             return Vec::new();
         };
         let reply_from = self.reply_from(local);
-        let transmits: Vec<Transmit> = self.send(reply_from, from, &reply).into_iter().collect();
+        let transmits: Vec<Transmit> = self
+            .reply(reply_from, from, datagram.len(), reply)
+            .into_iter()
+            .collect();
         self.retransmits
             .store(now, (local, from, seq), fingerprint, transmits.clone());
         transmits
@@ -424,22 +492,63 @@ impl Gatekeeper {
         to: SocketAddr,
         message: &RasMessage,
     ) -> Option<Transmit> {
-        let kind = ras::kind(message);
+        let transmit = self.encode(local, to, message)?;
+        self.stats.sent[ras::kind(message) as usize] += 1;
+        Some(transmit)
+    }
+
+    /// Encodes a message (an encoding failure is counted: a bug if it ever happens).
+    fn encode(
+        &mut self,
+        local: SocketAddr,
+        to: SocketAddr,
+        message: &RasMessage,
+    ) -> Option<Transmit> {
         match ras::encode(message) {
-            Ok(octets) => {
-                self.stats.sent[kind as usize] += 1;
-                Some(Transmit {
-                    local,
-                    to,
-                    payload: Bytes::from(octets),
-                })
-            }
+            Ok(octets) => Some(Transmit {
+                local,
+                to,
+                payload: Bytes::from(octets),
+            }),
             Err(error) => {
                 self.stats.encode_failures += 1;
                 tracing::error!(%error, "cannot encode a reply");
                 None
             }
         }
+    }
+
+    /// Encodes the reply to a request of `request_len` octets and counts it as sent, within
+    /// the reflection bound: to a source with no registration, a reply longer than
+    /// `[limits] reflection_ratio` times its request is shortened ([`ras::shorten`]: no
+    /// alternate gatekeepers, no echo), and not sent at all when still too long. Every new
+    /// reply passes here (and every cached one the same bound in `cached`), so a forged
+    /// source address can never be sent more than that multiple of what the forger sent.
+    fn reply(
+        &mut self,
+        local: SocketAddr,
+        to: SocketAddr,
+        request_len: usize,
+        mut message: RasMessage,
+    ) -> Option<Transmit> {
+        let mut transmit = self.encode(local, to, &message)?;
+        if !self.within_reflection_bound(to, request_len, &transmit.payload) {
+            if ras::shorten(&mut message) {
+                transmit = self.encode(local, to, &message)?;
+            }
+            if !self.within_reflection_bound(to, request_len, &transmit.payload) {
+                self.stats.reflection_dropped += 1;
+                tracing::debug!(
+                    len = transmit.payload.len(),
+                    request_len,
+                    "reply to an unregistered source too long: not sent"
+                );
+                return None;
+            }
+            self.stats.reflection_shortened += 1;
+        }
+        self.stats.sent[ras::kind(&message) as usize] += 1;
+        Some(transmit)
     }
 
     /// A phone's home region: the network map, else the region of the C-LAN it sent to,
@@ -487,6 +596,9 @@ impl Gatekeeper {
             pending_urqs: self.pending_urqs.len(),
             timers: self.timers.len(),
             cached_replies: self.retransmits.len(),
+            rate_limit_sources: self.rate_limit.sources(),
+            rate_limit_sources_forgotten: self.rate_limit.forgotten,
+            cached_replies_evicted: self.retransmits.evicted,
             events_dropped: self.events.dropped,
         }
     }

@@ -1,7 +1,8 @@
 //! The retransmission cache (domain.md §2): a request from the same source to the same local
 //! address with the same `requestSeqNum` and the same octets within the hold time gets the
-//! reply it got the first time, and changes nothing. Bounded in time and in entries (the
-//! queue that orders them included); the oldest entry goes first.
+//! reply it got the first time, and changes nothing. Bounded in time and in entries
+//! (`[limits] max_cached_replies`, the queue that orders them included); when full, the
+//! oldest entry goes first, and is counted.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -13,7 +14,7 @@ use super::Transmit;
 /// How long a reply is kept for retransmissions.
 pub const HOLD: Duration = Duration::from_secs(10);
 
-/// Most replies kept at once.
+/// Most replies kept at once unless `[limits] max_cached_replies` says otherwise.
 pub const MAX_ENTRIES: usize = 200_000;
 
 /// Entries' room the cache keeps however empty it gets.
@@ -21,7 +22,9 @@ const KEPT_ROOM: usize = 4096;
 
 struct Entry {
     request: u64,
-    stored: Instant,
+    /// Which store made it: tells its queue slot from stale ones of the same key, even
+    /// when they were stored at the same instant.
+    serial: u64,
     replies: Vec<Transmit>,
 }
 
@@ -29,11 +32,23 @@ struct Entry {
 type Key = (SocketAddr, SocketAddr, u16);
 
 /// Replies by [`Key`].
-#[derive(Default)]
 pub struct RetransmitCache {
     entries: HashMap<Key, Entry>,
-    /// Keys in the order they were stored; one may be stale (stored again since).
-    order: VecDeque<(Instant, Key)>,
+    /// Keys in the order they were stored, with the serial of that store; a slot is stale
+    /// when its key was stored again since.
+    order: VecDeque<(Instant, u64, Key)>,
+    /// Serial of the next store.
+    serial: u64,
+    /// Most entries (and queue slots) kept.
+    max: usize,
+    /// Replies dropped before their time to make room.
+    pub evicted: u64,
+}
+
+impl Default for RetransmitCache {
+    fn default() -> RetransmitCache {
+        RetransmitCache::new(MAX_ENTRIES)
+    }
 }
 
 /// A fingerprint of a request's octets.
@@ -44,6 +59,17 @@ pub fn fingerprint(datagram: &[u8]) -> u64 {
 }
 
 impl RetransmitCache {
+    /// An empty cache of at most `max` replies (at least 1).
+    pub fn new(max: usize) -> RetransmitCache {
+        RetransmitCache {
+            entries: HashMap::new(),
+            order: VecDeque::new(),
+            serial: 0,
+            max: max.max(1),
+            evicted: 0,
+        }
+    }
+
     /// The replies to an earlier identical request, if it is still held.
     pub fn lookup(&self, key: Key, request: u64) -> Option<&[Transmit]> {
         self.entries
@@ -55,26 +81,32 @@ impl RetransmitCache {
     /// Keeps the replies to a request.
     pub fn store(&mut self, now: Instant, key: Key, request: u64, replies: Vec<Transmit>) {
         self.expire(now);
-        while self.order.len() >= MAX_ENTRIES {
-            self.pop_oldest();
+        while self.order.len() >= self.max {
+            if self.pop_oldest() {
+                self.evicted += 1;
+            }
         }
+        self.serial += 1;
         self.entries.insert(
             key,
             Entry {
                 request,
-                stored: now,
+                serial: self.serial,
                 replies,
             },
         );
-        self.order.push_back((now, key));
+        self.order.push_back((now, self.serial, key));
     }
 
-    fn pop_oldest(&mut self) {
-        if let Some((stored, key)) = self.order.pop_front() {
-            if self.entries.get(&key).map(|e| e.stored) == Some(stored) {
+    /// Drops the oldest queue slot: `true` when it still held a reply.
+    fn pop_oldest(&mut self) -> bool {
+        if let Some((_, serial, key)) = self.order.pop_front() {
+            if self.entries.get(&key).map(|e| e.serial) == Some(serial) {
                 self.entries.remove(&key);
+                return true;
             }
         }
+        false
     }
 
     /// Drops replies older than [`HOLD`]. After a storm has passed, the table and the queue
@@ -83,7 +115,7 @@ impl RetransmitCache {
     /// 200,000 empty slots for the rest of its life.
     pub fn expire(&mut self, now: Instant) {
         let mut expired = false;
-        while let Some(&(stored, _)) = self.order.front() {
+        while let Some(&(stored, _, _)) = self.order.front() {
             if now.saturating_duration_since(stored) < HOLD {
                 break;
             }
@@ -101,7 +133,7 @@ impl RetransmitCache {
 
     /// When the oldest reply expires.
     pub fn next_expiry(&self) -> Option<Instant> {
-        self.order.front().map(|&(stored, _)| stored + HOLD)
+        self.order.front().map(|&(stored, _, _)| stored + HOLD)
     }
 
     /// Replies held.
@@ -136,6 +168,22 @@ mod tests {
         assert!(cache.lookup((local, from, 7), 0).is_none());
         cache.expire(now + HOLD);
         assert!(cache.is_empty());
+        assert_eq!(cache.evicted, 0, "only stale slots made room");
+    }
+
+    #[test]
+    fn a_full_cache_drops_and_counts_the_oldest() {
+        let mut cache = RetransmitCache::new(3);
+        let now = Instant::now();
+        let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
+        let from = |n: u16| SocketAddr::from(([127, 1, 0, 1], n));
+        for n in 0..5 {
+            cache.store(now, (local, from(n), 1), 0, Vec::new());
+        }
+        assert_eq!(cache.len(), 3);
+        assert_eq!(cache.evicted, 2);
+        assert!(cache.lookup((local, from(1), 1), 0).is_none());
+        assert!(cache.lookup((local, from(2), 1), 0).is_some());
     }
 
     #[test]

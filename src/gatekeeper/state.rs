@@ -226,7 +226,7 @@ impl Gatekeeper {
                 ));
                 continue;
             };
-            if self.reservations.contains_key(&saved.source)
+            if self.reservations.get(&saved.source).is_some()
                 || self.registry.by_source(saved.source).is_some()
                 || !self.loads.get(clan).in_service
             {

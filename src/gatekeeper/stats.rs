@@ -1,9 +1,74 @@
 //! Counters of what the gatekeeper did: messages in and out by type, rejects by reason,
-//! expiries, decode failures. Plain integers, read by the admin port and the metrics.
+//! expiries, bad datagrams by what was wrong with them, what the limits of `[limits]` held
+//! back. Plain integers, read by the admin port and the metrics.
 
 use std::collections::BTreeMap;
 
-use crate::ras::MessageKind;
+use crate::ras::{DecodeError, MessageKind};
+
+/// What was wrong with a datagram that is no RAS message, as far as the decoder can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum BadDatagram {
+    /// No octets at all.
+    Empty,
+    /// Longer than [`super::MAX_DATAGRAM`]: not read.
+    Oversized,
+    /// The first octets name no RAS message type (the `RasMessage` CHOICE index is unknown).
+    UnknownMessage,
+    /// The datagram ends before the message does.
+    Truncated,
+    /// A value or structure the ASN.1 does not allow (a length, a constraint, an OBJECT
+    /// IDENTIFIER, a string's alphabet, …).
+    Invalid,
+    /// A whole message, with octets after it.
+    TrailingData,
+}
+
+impl BadDatagram {
+    /// Every kind, in counter order.
+    pub const ALL: [BadDatagram; 6] = [
+        BadDatagram::Empty,
+        BadDatagram::Oversized,
+        BadDatagram::UnknownMessage,
+        BadDatagram::Truncated,
+        BadDatagram::Invalid,
+        BadDatagram::TrailingData,
+    ];
+
+    /// The label `/metrics` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            BadDatagram::Empty => "empty",
+            BadDatagram::Oversized => "oversized",
+            BadDatagram::UnknownMessage => "unknown_message",
+            BadDatagram::Truncated => "truncated",
+            BadDatagram::Invalid => "invalid",
+            BadDatagram::TrailingData => "trailing_data",
+        }
+    }
+
+    /// The kind of a decoder's refusal.
+    pub fn of(error: &DecodeError) -> BadDatagram {
+        match error {
+            DecodeError::Empty => BadDatagram::Empty,
+            DecodeError::TrailingData { .. } => BadDatagram::TrailingData,
+            DecodeError::Invalid {
+                truncated: true, ..
+            } => BadDatagram::Truncated,
+            DecodeError::Invalid { kind: None, .. } => BadDatagram::UnknownMessage,
+            DecodeError::Invalid { .. } => BadDatagram::Invalid,
+        }
+    }
+}
+
+/// Bad datagrams of one kind: answered with XRS, and not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BadDatagramCount {
+    /// Answered with XRS (their sequence number could be read).
+    pub answered: u64,
+    /// Dropped without an answer.
+    pub dropped: u64,
+}
 
 /// Everything counted since start.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -14,8 +79,19 @@ pub struct Stats {
     pub sent: Vec<u64>,
     /// Rejects sent, by message and reason (`"RRJ duplicateAlias"`).
     pub rejects: BTreeMap<String, u64>,
-    /// Datagrams that did not decode.
+    /// Datagrams that did not decode (or were too long to read): every kind of
+    /// [`malformed`](Stats::malformed) together.
     pub decode_failures: u64,
+    /// Bad datagrams by [`BadDatagram`] index.
+    pub malformed: Vec<BadDatagramCount>,
+    /// Datagrams dropped unread because their source was over `[limits] rate_per_source`.
+    pub rate_limited: u64,
+    /// Replies to sources without a registration shortened to the reflection bound.
+    pub reflection_shortened: u64,
+    /// Replies to sources without a registration not sent: too long even shortened.
+    pub reflection_dropped: u64,
+    /// Reservations dropped to make room at `[limits] max_reservations`.
+    pub reservations_dropped: u64,
     /// Replies that could not be encoded (a bug if ever non-zero).
     pub encode_failures: u64,
     /// Requests answered from the retransmission cache.
@@ -41,6 +117,11 @@ impl Default for Stats {
             sent: vec![0; MessageKind::ALL.len()],
             rejects: BTreeMap::new(),
             decode_failures: 0,
+            malformed: vec![BadDatagramCount::default(); BadDatagram::ALL.len()],
+            rate_limited: 0,
+            reflection_shortened: 0,
+            reflection_dropped: 0,
+            reservations_dropped: 0,
             encode_failures: 0,
             retransmissions: 0,
             registrations: 0,
@@ -60,6 +141,22 @@ impl Stats {
             .rejects
             .entry(format!("{message} {reason}"))
             .or_default() += 1;
+    }
+
+    /// Counts one bad datagram, and whether it was answered with XRS.
+    pub fn count_malformed(&mut self, kind: BadDatagram, answered: bool) {
+        self.decode_failures += 1;
+        let count = &mut self.malformed[kind as usize];
+        if answered {
+            count.answered += 1;
+        } else {
+            count.dropped += 1;
+        }
+    }
+
+    /// Bad datagrams of one kind.
+    pub fn malformed_of(&self, kind: BadDatagram) -> BadDatagramCount {
+        self.malformed[kind as usize]
     }
 
     /// Messages received of one kind.

@@ -1,6 +1,8 @@
 //! Bytes ⇄ [`RasMessage`]: ALIGNED PER through the generated types, with errors that say
 //! which message failed and why.
 
+use rasn::error::DecodeErrorKind;
+
 use super::asn::RasMessage;
 use super::kind::MessageKind;
 use super::peek;
@@ -20,6 +22,9 @@ pub enum DecodeError {
         kind: Option<MessageKind>,
         /// The `requestSeqNum`, when it could be read.
         seq: Option<u16>,
+        /// The datagram ended before the message did (the decoder wanted more octets), as
+        /// opposed to octets that break the ASN.1.
+        truncated: bool,
         /// The decoder's reason.
         reason: String,
     },
@@ -92,6 +97,14 @@ pub(crate) fn decode_generated(bytes: &[u8]) -> Result<RasMessage, DecodeError> 
             len: bytes.len(),
             kind: peek::peek_kind(bytes),
             seq: peek::peek_request_seq_num(bytes),
+            truncated: error.matches_root_cause(|cause| {
+                matches!(
+                    cause,
+                    DecodeErrorKind::Incomplete { .. }
+                        | DecodeErrorKind::Eof
+                        | DecodeErrorKind::UnexpectedEmptyInput
+                )
+            }),
             reason: error.kind.to_string(),
         }),
     }

@@ -33,6 +33,7 @@ mod kind;
 mod peek;
 pub mod reply;
 pub mod request;
+mod shorten;
 
 /// The generated ASN.1 types: H323-MESSAGES (RAS and what it reaches), and the parts of
 /// H235-SECURITY-MESSAGES and MULTIMEDIA-SYSTEM-CONTROL that it imports.
@@ -49,6 +50,7 @@ pub use codec::{decode, encode, encode_into, to_json, DecodeError, EncodeError};
 pub use kind::{kind, request_seq_num, MessageKind};
 pub(crate) use peek::peek_kind;
 pub use peek::peek_request_seq_num;
+pub use shorten::shorten;
 
 /// `protocolIdentifier` of every message rasgk sends: itu-t(0) recommendation(0) h(8)
 /// h225-0(2250) version(0) 4. Version 4 is what deployed phones and gatekeepers speak; the

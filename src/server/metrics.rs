@@ -7,7 +7,8 @@
 
 use std::fmt::Write as _;
 
-use crate::gatekeeper::stats::LATENCY_BOUNDS_US;
+use crate::config::Limits;
+use crate::gatekeeper::stats::{BadDatagram, LATENCY_BOUNDS_US};
 use crate::gatekeeper::{ClanView, Counts, Gatekeeper, Stats, TrunkView};
 use crate::ras::MessageKind;
 
@@ -21,6 +22,7 @@ pub(crate) struct Figures {
     counts: Counts,
     trunks: Vec<TrunkView>,
     call_hops: u64,
+    limits: Limits,
 }
 
 impl Figures {
@@ -31,6 +33,82 @@ impl Figures {
             counts: gatekeeper.counts(),
             trunks: gatekeeper.trunks(),
             call_hops: gatekeeper.call_hops_total(),
+            limits: gatekeeper.config().limits,
+        }
+    }
+
+    /// Bad datagrams by kind, and what `[limits]` held back, with the limits themselves.
+    fn render_guard(&self, out: &mut String) {
+        let name = "rasgk_malformed_total";
+        header(
+            out,
+            name,
+            "Datagrams that are no RAS message, by what was wrong and whether XRS answered.",
+            "counter",
+        );
+        for kind in BadDatagram::ALL {
+            let count = self.stats.malformed_of(kind);
+            for (answer, value) in [("xrs", count.answered), ("dropped", count.dropped)] {
+                let _ = writeln!(
+                    out,
+                    "{name}{{kind=\"{}\",answer=\"{answer}\"}} {value}",
+                    kind.name()
+                );
+            }
+        }
+        let (s, c) = (&self.stats, &self.counts);
+        for (name, help, value) in [
+            (
+                "rasgk_rate_limited_total",
+                "Datagrams dropped unread: their source was over limits.rate_per_source.",
+                s.rate_limited,
+            ),
+            (
+                "rasgk_rate_limit_sources_forgotten_total",
+                "Sources the rate limit forgot to make room (limits.max_sources).",
+                c.rate_limit_sources_forgotten,
+            ),
+            (
+                "rasgk_reservations_dropped_total",
+                "GCF reservations dropped to make room (limits.max_reservations).",
+                s.reservations_dropped,
+            ),
+            (
+                "rasgk_cached_replies_evicted_total",
+                "Cached replies dropped early to make room (limits.max_cached_replies).",
+                c.cached_replies_evicted,
+            ),
+            (
+                "rasgk_reflection_shortened_total",
+                "Replies to unregistered sources shortened to limits.reflection_ratio.",
+                s.reflection_shortened,
+            ),
+            (
+                "rasgk_reflection_dropped_total",
+                "Replies to unregistered sources not sent: too long even shortened.",
+                s.reflection_dropped,
+            ),
+        ] {
+            header(out, name, help, "counter");
+            let _ = writeln!(out, "{name} {value}");
+        }
+        let name = "rasgk_limit";
+        header(
+            out,
+            name,
+            "The bounds of [limits] (rate_per_source 0: no rate limit).",
+            "gauge",
+        );
+        let l = &self.limits;
+        for (limit, value) in [
+            ("rate_per_source", l.rate_per_source.map_or(0, u64::from)),
+            ("burst_per_source", l.burst_per_source.into()),
+            ("max_sources", l.max_sources as u64),
+            ("max_reservations", l.max_reservations as u64),
+            ("max_cached_replies", l.max_cached_replies as u64),
+            ("reflection_ratio", l.reflection_ratio as u64),
+        ] {
+            let _ = writeln!(out, "{name}{{limit=\"{limit}\"}} {value}");
         }
     }
 
@@ -148,7 +226,7 @@ impl Figures {
         for (name, help, value) in [
             (
                 "rasgk_decode_failures_total",
-                "Datagrams that did not decode.",
+                "Datagrams that did not decode (rasgk_malformed_total of every kind).",
                 s.decode_failures,
             ),
             (
@@ -222,10 +300,21 @@ impl Figures {
                 "Replies held for retransmissions.",
                 c.cached_replies,
             ),
+            (
+                "rasgk_rate_limit_sources",
+                "Sources the rate limit keeps track of.",
+                c.rate_limit_sources,
+            ),
+            (
+                "rasgk_timers",
+                "Deadlines held (reservations, registrations, unanswered URQs).",
+                c.timers,
+            ),
         ] {
             header(&mut out, name, help, "gauge");
             let _ = writeln!(out, "{name} {value}");
         }
+        self.render_guard(&mut out);
         self.render_trunks(&mut out);
         let name = "rasgk_registration_latency_seconds";
         header(
