@@ -247,6 +247,35 @@ impl StormArgs {
         if self.timeout_ms == 0 {
             return bad("--timeout-ms must be at least 1".into());
         }
+        let tts = (self.phones as f64 * self.tts_share).floor() as u64;
+        let others = self.phones as u64 - tts;
+        let ranges = [
+            (
+                "TTS",
+                "--tts-from",
+                u64::from(self.tts_extensions_from),
+                tts,
+            ),
+            ("non-TTS", "--from", u64::from(self.extensions_from), others),
+        ];
+        for (what, flag, from, count) in ranges {
+            if count > 0 && from + count - 1 > u64::from(u32::MAX) {
+                return bad(format!(
+                    "{count} {what} extensions from {flag} {from} go past {}",
+                    u32::MAX
+                ));
+            }
+        }
+        let [(_, _, tts_from, _), (_, _, from, _)] = ranges;
+        if tts > 0 && others > 0 && tts_from < from + others && from < tts_from + tts {
+            return bad(format!(
+                "the TTS phones' extensions {tts_from}–{} and the others' {from}–{} overlap, so \
+                 aliases would collide: move one range with --tts-from or --from (e.g. \
+                 --tts-from 500000 --from 600000)",
+                tts_from + tts - 1,
+                from + others - 1
+            ));
+        }
         match self.processes {
             Some(0) => return bad("--processes must be at least 1".into()),
             Some(n) if n > self.phones => {

@@ -110,7 +110,12 @@ async fn shard(share: Share) -> Result<Tally, String> {
 /// `rasgk storm --shard I/N`: exit 0 once the tally is printed, 2 when the share could not
 /// run (the reason on standard error).
 pub(super) fn run(share: Share) -> ExitCode {
-    let runtime = match super::runtime() {
+    // One thread: the children already run side by side, and threads of one child waking
+    // each other would only take time from them and from the gatekeeper.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("rasgk storm shard {share}: cannot start the runtime: {error}");
