@@ -90,13 +90,16 @@ enum Command {
     /// and with --duration keeps alive with lightweight RRQ and re-registers after a
     /// gatekeeper-sent URQ. The report: registrations per second, latency percentiles,
     /// rejects by reason, retransmissions, and the final sockets per C-LAN and region (from
-    /// the admin port when it answers). Exit status 0 when every phone registered, 1 when
-    /// some did not, 2 when the storm could not run.
+    /// the admin port when it answers). Each phone holds an open file: more phones than one
+    /// process may open run in several storm processes started at one instant and reported
+    /// as one (--processes, by default as many as the limit requires). Exit status 0 when
+    /// every phone registered, 1 when some did not, 2 when the storm could not run.
     ///
     /// Examples:
     ///   rasgk storm --phones 1000 --tts-share 0.5
     ///   rasgk storm --phones 5000 --regions 1,2,3 --loss 0.1 --seed 7 --json | jq .clans
     ///   rasgk storm --target 127.0.9.1:1719 --admin 127.0.9.1:7000 --report-dir out/
+    ///   rasgk storm --phones 40000 --tts-share 0.5 --tts-from 500000 --from 600000
     #[command(verbatim_doc_comment)]
     Storm(rasgk::storm::StormArgs),
     /// Measure rasgk against the UDP echo ceiling, in one run.

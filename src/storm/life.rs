@@ -76,7 +76,8 @@ pub(super) struct Life<'a> {
     seed: u64,
 }
 
-fn wall_time() -> Duration {
+/// The wall clock, since the UNIX epoch (what crosses processes, and pcap time).
+pub(super) fn wall_time() -> Duration {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()

@@ -6,9 +6,17 @@
 //! lightweight RRQ while the storm lasts ([`life`]). The report ([`report`]) gives the rate,
 //! latency percentiles, rejects, retransmissions and the final load per C-LAN and region,
 //! read from the admin port when there is one.
+//!
+//! Every phone needs a socket, so an open file, and a process may have only so many: a storm
+//! larger than that runs in several processes ([`fleet`], each child a [`shard`]) whose
+//! tallies ([`tally`]) add up into the one report.
 
+mod fleet;
 mod life;
+mod phones;
 pub mod report;
+mod shard;
+mod tally;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -17,14 +25,15 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::net::UdpSocket;
+use serde::{Deserialize, Serialize};
 
 use crate::phone::Phone;
-use life::{Life, Outcome, Plan};
+use fleet::Fleet;
 use report::{Latency, LoadSample, Report};
+use tally::Tally;
 
 /// `rasgk storm` options.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, clap::Args, Serialize, Deserialize)]
 pub struct StormArgs {
     /// The gatekeeper's discovery address (where GRQs go).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:1719")]
@@ -93,6 +102,67 @@ pub struct StormArgs {
     /// Write every datagram the phones sent and received into a pcap.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Spread the phones over N storm processes, started at one instant, their figures
+    /// added into one report. Each phone holds a socket, so an open file; by default as many
+    /// processes as the open-file limit requires (1 when every phone fits in one).
+    #[arg(long, value_name = "N")]
+    pub processes: Option<usize>,
+    /// Run as child I of N of a multi-process storm (the options come as JSON on standard
+    /// input); for the storm's own use.
+    #[arg(long, value_name = "I/N", hide = true)]
+    #[serde(skip)]
+    pub shard: Option<Share>,
+}
+
+/// Which phones a storm process runs: every `count`-th phone of the storm from phone `index`
+/// (0-based; written 1-based, `I/N`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// Which process, from 0.
+    pub index: usize,
+    /// Of how many.
+    pub count: usize,
+}
+
+impl Share {
+    /// Every phone, in one process.
+    pub const WHOLE: Share = Share { index: 0, count: 1 };
+
+    /// Whether phone `index` of the storm is this share's.
+    pub fn holds(self, index: usize) -> bool {
+        index % self.count == self.index
+    }
+
+    /// How many of `phones` are this share's.
+    pub fn size(self, phones: usize) -> usize {
+        (phones + self.count - 1 - self.index) / self.count
+    }
+}
+
+impl std::fmt::Display for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index + 1, self.count)
+    }
+}
+
+impl std::str::FromStr for Share {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Share, String> {
+        let bad = || format!("{text:?} is not I/N with 1 <= I <= N");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (i, n): (usize, usize) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if i == 0 || i > n {
+            return Err(bad());
+        }
+        Ok(Share {
+            index: i - 1,
+            count: n,
+        })
+    }
 }
 
 /// Why a storm could not run.
@@ -112,6 +182,14 @@ pub enum StormError {
         source: std::io::Error,
         /// What to do about it.
         hint: &'static str,
+    },
+    /// A child of a multi-process storm failed.
+    #[error("storm process {shard}: {reason}")]
+    Shard {
+        /// Which child, `I/N`.
+        shard: String,
+        /// What went wrong, with what it said.
+        reason: String,
     },
     /// A report file cannot be written.
     #[error("cannot write {path}: {source}")]
@@ -169,6 +247,45 @@ impl StormArgs {
         if self.timeout_ms == 0 {
             return bad("--timeout-ms must be at least 1".into());
         }
+        let tts = (self.phones as f64 * self.tts_share).floor() as u64;
+        let others = self.phones as u64 - tts;
+        let ranges = [
+            (
+                "TTS",
+                "--tts-from",
+                u64::from(self.tts_extensions_from),
+                tts,
+            ),
+            ("non-TTS", "--from", u64::from(self.extensions_from), others),
+        ];
+        for (what, flag, from, count) in ranges {
+            if count > 0 && from + count - 1 > u64::from(u32::MAX) {
+                return bad(format!(
+                    "{count} {what} extensions from {flag} {from} go past {}",
+                    u32::MAX
+                ));
+            }
+        }
+        let [(_, _, tts_from, _), (_, _, from, _)] = ranges;
+        if tts > 0 && others > 0 && tts_from < from + others && from < tts_from + tts {
+            return bad(format!(
+                "the TTS phones' extensions {tts_from}–{} and the others' {from}–{} overlap, so \
+                 aliases would collide: move one range with --tts-from or --from (e.g. \
+                 --tts-from 500000 --from 600000)",
+                tts_from + tts - 1,
+                from + others - 1
+            ));
+        }
+        match self.processes {
+            Some(0) => return bad("--processes must be at least 1".into()),
+            Some(n) if n > self.phones => {
+                return bad(format!(
+                    "--processes {n} is more than the {} phones",
+                    self.phones
+                ))
+            }
+            _ => {}
+        }
         Ok(())
     }
 
@@ -206,8 +323,11 @@ fn admin_of(args: &StormArgs) -> Option<SocketAddr> {
     }
 }
 
+/// Sockets per C-LAN and per region, as the admin port shows them.
+type Load = (BTreeMap<String, u64>, BTreeMap<String, u64>);
+
 /// Reads the load from the admin port, off the async threads (the reader blocks).
-async fn load_now(admin: SocketAddr) -> Option<(BTreeMap<String, u64>, BTreeMap<String, u64>)> {
+async fn load_now(admin: SocketAddr) -> Option<Load> {
     let (clans, regions) = tokio::task::spawn_blocking(move || crate::status::fetch(admin))
         .await
         .ok()?
@@ -270,71 +390,63 @@ fn raise_file_limit(phones: usize) {
     }
 }
 
-/// Runs a storm and reports.
-pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
-    args.check()?;
-    raise_file_limit(args.phones);
-    let specs = args.phones();
-    let mut sockets = Vec::with_capacity(specs.len());
-    for (index, (phone, _)) in specs.iter().enumerate() {
-        let address = phone.ras_address;
-        let socket = UdpSocket::bind(address).await.map_err(|source| {
-            let hint = if source.raw_os_error() == Some(24) {
-                " (too many open files: raise `ulimit -n`)"
-            } else {
-                ""
-            };
-            StormError::Bind {
-                index,
-                address,
-                source,
-                hint,
-            }
-        })?;
-        sockets.push(socket);
-    }
-    let record = args
-        .record
-        .as_ref()
-        .map(|_| Arc::new(Mutex::new(Vec::new())));
-    let started = Instant::now();
-    let plan = Arc::new(Plan {
-        target: args.target,
-        timeout: Duration::from_millis(args.timeout_ms),
-        retries: args.retries,
-        loss: args.loss,
-        give_up: started + Duration::from_secs_f64(args.give_up_s),
-        unregister: args.unregister,
-        record: record.clone(),
-        calls: args.calls,
-        dial: args.dial.clone(),
-        hold: Duration::from_millis(args.hold_ms),
-    });
-    let admin = admin_of(args);
-    let admin_answers = match admin {
-        Some(admin) => load_now(admin).await.is_some(),
-        None => false,
-    };
-    let samples = Arc::new(Mutex::new(Vec::<LoadSample>::new()));
-    let sampler = match (admin, admin_answers) {
-        (Some(admin), true) => {
-            let samples = samples.clone();
-            Some(tokio::spawn(async move {
-                loop {
-                    if let Some((clans, _)) = load_now(admin).await {
-                        let t = started.elapsed().as_secs_f64();
-                        if let Ok(mut samples) = samples.lock() {
-                            samples.push(LoadSample { t, clans });
-                        }
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }))
-        }
-        _ => None,
-    };
+/// Files a storm process keeps open besides its phones' sockets (the runtime, standard
+/// streams, the admin port's connections, a capture).
+const OTHER_FILES: usize = 256;
 
-    let progress = indicatif::ProgressBar::new(specs.len() as u64);
+/// How many files this process may open, after raising its soft limit as far as it goes;
+/// `None` when there is no telling.
+fn open_file_limit(phones: usize) -> Option<usize> {
+    raise_file_limit(phones);
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes the struct passed by pointer.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            return Some(usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX));
+        }
+    }
+    None
+}
+
+/// How many processes the storm runs in: `--processes`, or as many as the open-file limit
+/// requires. Refuses a count whose share of phones cannot have its sockets.
+fn processes_for(args: &StormArgs) -> Result<usize, StormError> {
+    let Some(limit) = open_file_limit(args.phones) else {
+        return Ok(args.processes.unwrap_or(1));
+    };
+    let room = limit.saturating_sub(OTHER_FILES);
+    if room == 0 {
+        return Err(StormError::Option(format!(
+            "the open-file limit is {limit}: too few for any phone's socket"
+        )));
+    }
+    let needed = args.phones.div_ceil(room);
+    match args.processes {
+        None => Ok(needed),
+        Some(n) if n >= needed => Ok(n),
+        Some(n) => Err(StormError::Option(format!(
+            "--processes {n}: {} phones a process need {} open files each, and the limit is \
+             {limit} (raising it was refused); use --processes {needed} or more, or leave it \
+             out",
+            args.phones.div_ceil(n),
+            args.phones.div_ceil(n) + OTHER_FILES,
+        ))),
+    }
+}
+
+/// The runtime every storm process runs on.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+}
+
+fn progress_bar(phones: usize) -> indicatif::ProgressBar {
+    let progress = indicatif::ProgressBar::new(phones as u64);
     progress.set_style(
         indicatif::ProgressStyle::with_template(
             "{spinner} {elapsed_precise} [{bar:40}] {pos}/{len} phones registered {per_sec}",
@@ -342,132 +454,134 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
         .progress_chars("█▉ "),
     );
-    let (end_tx, end_rx) = tokio::sync::watch::channel(None);
-    let (registered_tx, mut registered_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut tasks = tokio::task::JoinSet::new();
-    for (index, ((mut phone, tts), socket)) in specs.into_iter().zip(sockets).enumerate() {
-        let plan = plan.clone();
-        let end = end_rx.clone();
-        let registered = registered_tx.clone();
-        let arrival = args
-            .rate
-            .map(|rate| Duration::from_secs_f64(index as f64 / rate))
-            .unwrap_or_default();
-        let seed = args.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        tasks.spawn(async move {
-            tokio::time::sleep(arrival).await;
-            phone.ras_address = socket.local_addr().unwrap_or(phone.ras_address);
-            let outcome = Life::new(phone, socket, seed, &plan)
-                .live(end, registered)
-                .await;
-            (index, tts, outcome)
-        });
-    }
-    drop(registered_tx);
-    let mut heard = 0;
-    while heard < args.phones {
-        match registered_rx.recv().await {
-            Some(ok) => {
-                heard += 1;
-                if ok {
-                    progress.inc(1);
+    progress
+}
+
+/// The admin port, when it answers.
+async fn admin_answering(args: &StormArgs) -> Option<SocketAddr> {
+    let admin = admin_of(args)?;
+    load_now(admin).await.map(|_| admin)
+}
+
+/// Samples the sockets per C-LAN every 100 ms from `started` on, until aborted.
+fn sample_load(
+    admin: Option<SocketAddr>,
+    started: Instant,
+) -> (
+    Option<tokio::task::JoinHandle<()>>,
+    Arc<Mutex<Vec<LoadSample>>>,
+) {
+    let samples = Arc::new(Mutex::new(Vec::<LoadSample>::new()));
+    let sampler = admin.map(|admin| {
+        let samples = samples.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(started.into()).await;
+            loop {
+                if let Some((clans, _)) = load_now(admin).await {
+                    let t = started.elapsed().as_secs_f64();
+                    if let Ok(mut samples) = samples.lock() {
+                        samples.push(LoadSample { t, clans });
+                    }
                 }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            None => break,
-        }
-    }
-    tokio::time::sleep(Duration::from_secs_f64(args.duration)).await;
-    let final_load = match (admin, admin_answers) {
-        (Some(admin), true) => load_now(admin).await,
-        _ => None,
+        })
+    });
+    (sampler, samples)
+}
+
+/// Runs a storm in this process and reports (whatever `--processes` says: the library's
+/// storm, as `examples/storm_in_process.rs` uses it).
+pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
+    args.check()?;
+    raise_file_limit(args.phones);
+    let bound = phones::bind(args, Share::WHOLE).await?;
+    let admin = admin_answering(args).await;
+    let (sampler, samples) = sample_load(admin, Instant::now());
+    let progress = progress_bar(args.phones);
+    let hold = async {
+        let load = match admin {
+            Some(admin) => load_now(admin).await,
+            None => None,
+        };
+        progress.finish_and_clear();
+        load
     };
-    progress.finish_and_clear();
-    let _ = end_tx.send(Some(Instant::now()));
-    let mut outcomes: Vec<(usize, bool, Outcome)> = Vec::with_capacity(args.phones);
-    while let Some(joined) = tasks.join_next().await {
-        if let Ok(outcome) = joined {
-            outcomes.push(outcome);
-        }
-    }
+    let (tally, load) =
+        phones::live(args, bound, |n| progress.set_position(n as u64), hold).await?;
     if let Some(sampler) = sampler {
         sampler.abort();
     }
-    outcomes.sort_by_key(|(index, ..)| *index);
+    finish(args, tally, load, admin, samples, 1).await
+}
 
-    let mut histogram = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant digits");
-    let mut rejected = BTreeMap::new();
-    let mut registered_at = BTreeMap::new();
-    let mut phone_clans = BTreeMap::new();
-    let mut last = started;
-    for (_, tts, outcome) in &outcomes {
-        if let Some(latency) = outcome.latency {
-            let _ = histogram.record(u64::try_from(latency.as_micros()).unwrap_or(u64::MAX));
-        }
-        if let Some(at) = outcome.registered_at {
-            last = last.max(at);
-        }
-        for reject in &outcome.rejects {
-            *rejected.entry(reject.clone()).or_insert(0) += 1;
-        }
-        if let (true, Some(clan)) = (outcome.registered, outcome.clan) {
-            *registered_at.entry(clan.to_string()).or_insert(0) += 1;
-            if !tts {
-                *phone_clans.entry(clan.to_string()).or_insert(0) += 1;
-            }
-        }
+/// Runs a storm in `processes` child processes and reports their sum.
+async fn storm_in_processes(args: &StormArgs, processes: usize) -> Result<Report, StormError> {
+    let admin = admin_answering(args).await;
+    let progress = progress_bar(args.phones);
+    let mut fleet = Fleet::spawn(args, processes).await?;
+    let started = fleet.start(&progress).await?;
+    let (sampler, samples) = sample_load(admin, started);
+    fleet.registered(&progress).await?;
+    let load = match admin {
+        Some(admin) => load_now(admin).await,
+        None => None,
+    };
+    progress.finish_and_clear();
+    let tally = fleet.end(&progress).await?;
+    if let Some(sampler) = sampler {
+        sampler.abort();
     }
-    let mut calls_per_node = BTreeMap::new();
-    for (_, _, outcome) in &outcomes {
-        for dest in &outcome.calls {
-            *calls_per_node.entry(dest.to_string()).or_insert(0) += 1;
-        }
-    }
-    let trunk_nodes = match (admin, admin_answers, args.calls > 0) {
-        (Some(admin), true, true) => trunk_totals(admin).await,
+    finish(args, tally, load, admin, samples, processes).await
+}
+
+/// The report of a storm's tally, with the load read at its end, and its files.
+async fn finish(
+    args: &StormArgs,
+    tally: Tally,
+    load: Option<Load>,
+    admin: Option<SocketAddr>,
+    samples: Arc<Mutex<Vec<LoadSample>>>,
+    processes: usize,
+) -> Result<Report, StormError> {
+    let trunk_nodes = match (admin, args.calls > 0) {
+        (Some(admin), true) => trunk_totals(admin).await,
         _ => None,
     };
-    let registered = outcomes.iter().filter(|(_, _, o)| o.registered).count();
-    let registration_s = last.duration_since(started).as_secs_f64();
-    let (clans, regions, clans_source) = match final_load {
+    let registration_s = tally.registration_s();
+    let (clans, regions, clans_source) = match load {
         Some((clans, regions)) => (clans, regions, "admin"),
-        None => (phone_clans, BTreeMap::new(), "phones"),
+        None => (tally.phone_clans.clone(), BTreeMap::new(), "phones"),
     };
     let report = Report {
-        phones: args.phones,
-        registered,
-        unregistered_never: args.phones - registered,
-        rejected,
-        retransmissions: outcomes.iter().map(|(_, _, o)| o.retransmissions).sum(),
-        dropped: outcomes.iter().map(|(_, _, o)| o.dropped).sum(),
-        gatekeeper_urqs: outcomes.iter().map(|(_, _, o)| o.urqs).sum(),
-        unregistered: outcomes.iter().filter(|(_, _, o)| o.unregistered).count(),
+        phones: tally.phones,
+        processes,
+        registered: tally.registered,
+        unregistered_never: tally.phones - tally.registered,
+        retransmissions: tally.retransmissions,
+        dropped: tally.dropped,
+        gatekeeper_urqs: tally.gatekeeper_urqs,
+        unregistered: tally.unregistered,
         registration_s,
         rate_per_s: if registration_s > 0.0 {
-            registered as f64 / registration_s
+            tally.registered as f64 / registration_s
         } else {
             0.0
         },
-        latency_ms: Latency::of(&histogram),
+        latency_ms: Latency::of(&tally.histogram()),
         clans,
         clans_source,
         regions,
-        registered_at,
         load: samples.lock().map(|s| s.clone()).unwrap_or_default(),
-        calls: outcomes.iter().map(|(_, _, o)| o.calls.len() as u64).sum(),
-        calls_refused: outcomes.iter().map(|(_, _, o)| o.calls_refused).sum(),
-        calls_per_node,
+        calls: tally.calls,
+        calls_refused: tally.calls_refused,
         trunk_calls_per_node: trunk_nodes.unwrap_or_default(),
         seed: args.seed,
         loss: args.loss,
+        rejected: tally.rejected,
+        registered_at: tally.registered_at,
+        calls_per_node: tally.calls_per_node,
     };
-    if let (Some(path), Some(record)) = (&args.record, record) {
-        let mut datagrams = record.lock().map(|r| r.clone()).unwrap_or_default();
-        datagrams.sort_by_key(|d| d.time);
-        crate::pcap::write_file(path, &datagrams).map_err(|source| StormError::Write {
-            path: path.clone(),
-            source,
-        })?;
-    }
     if let Some(dir) = &args.report_dir {
         let write = |name: &str, text: String| {
             let path = dir.join(name);
@@ -484,20 +598,26 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     Ok(report)
 }
 
-/// `rasgk storm`: runs, prints the table (or JSON), exit 0 when every phone registered, 1
-/// when some did not, 2 when the storm could not run.
+/// `rasgk storm`: runs (in as many processes as it needs), prints the table (or JSON), exit
+/// 0 when every phone registered, 1 when some did not, 2 when the storm could not run.
 pub fn run(args: StormArgs) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    if let Some(share) = args.shard {
+        return shard::run(share);
+    }
+    let runtime = match runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("rasgk storm: cannot start the runtime: {error}");
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(storm(&args)) {
+    let result = args.check().and_then(|()| processes_for(&args));
+    let result = match result {
+        Ok(1) => runtime.block_on(storm(&args)),
+        Ok(processes) => runtime.block_on(storm_in_processes(&args, processes)),
+        Err(error) => Err(error),
+    };
+    match result {
         Ok(report) => {
             if args.json {
                 eprint!("{}", report.table());

@@ -51,6 +51,8 @@ pub struct LoadSample {
 pub struct Report {
     /// Phones simulated.
     pub phones: usize,
+    /// Storm processes the phones were spread over (each phone holds an open file).
+    pub processes: usize,
     /// Phones that registered (each counted once).
     pub registered: usize,
     /// Phones that never registered.
@@ -105,8 +107,13 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} phones: {} registered, {} never ({}), {} retransmissions, {} dropped by simulated loss",
+            "{} phones{}: {} registered, {} never ({}), {} retransmissions, {} dropped by simulated loss",
             self.phones,
+            if self.processes > 1 {
+                format!(" in {} processes", self.processes)
+            } else {
+                String::new()
+            },
             self.registered,
             self.unregistered_never,
             if self.rejected.is_empty() {

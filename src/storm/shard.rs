@@ -1,0 +1,155 @@
+//! One child of a multi-process storm (`rasgk storm --shard I/N`, started by [`super::fleet`]).
+//!
+//! The conversation, one line each: the parent writes the storm's options as JSON on the
+//! child's standard input; the child binds its share of the phones and says `ready` on
+//! standard error; the parent answers `start UNIX_MS` (one instant for every child) and the
+//! child starts its phones then, saying `registered N` as they register; once they all have
+//! (and `--duration` has passed) it says `holding` and keeps them until the parent, having
+//! read the final load, writes `end`. The child then ends its phones and prints its
+//! [`Tally`] as one JSON object on standard output. Anything else it writes on standard error
+//! is for people and is passed on by the parent.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+
+use super::life::wall_time;
+use super::tally::Tally;
+use super::{phones, raise_file_limit, Share, StormArgs};
+
+/// What starts every line a child says to its parent on standard error.
+const TAG: &str = "rasgk-storm-shard:";
+
+/// What a child tells its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Signal {
+    /// Its phones' sockets are bound.
+    Ready,
+    /// This many of its phones have registered so far.
+    Registered(usize),
+    /// Every phone registered or gave up; they are held until `end`.
+    Holding,
+}
+
+impl Signal {
+    /// The line that says it.
+    fn line(self) -> String {
+        match self {
+            Signal::Ready => format!("{TAG} ready"),
+            Signal::Registered(n) => format!("{TAG} registered {n}"),
+            Signal::Holding => format!("{TAG} holding"),
+        }
+    }
+
+    /// Reads a line of a child's standard error; `None` for text meant for people.
+    pub fn parse(line: &str) -> Option<Signal> {
+        let rest = line.strip_prefix(TAG)?.trim();
+        match rest.split_once(' ') {
+            None if rest == "ready" => Some(Signal::Ready),
+            None if rest == "holding" => Some(Signal::Holding),
+            Some(("registered", n)) => n.parse().ok().map(Signal::Registered),
+            _ => None,
+        }
+    }
+}
+
+fn say(signal: Signal) {
+    eprintln!("{}", signal.line());
+}
+
+async fn next_line(lines: &mut Lines<BufReader<Stdin>>, what: &str) -> Result<String, String> {
+    match lines.next_line().await {
+        Ok(Some(line)) => Ok(line),
+        Ok(None) => Err(format!(
+            "standard input ended while waiting for {what} (is the parent storm gone?)"
+        )),
+        Err(error) => Err(format!("cannot read {what} from standard input: {error}")),
+    }
+}
+
+async fn shard(share: Share) -> Result<Tally, String> {
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let options = next_line(&mut lines, "the storm's options").await?;
+    let args: StormArgs = serde_json::from_str(&options)
+        .map_err(|error| format!("the storm's options are not JSON StormArgs: {error}"))?;
+    args.check().map_err(|error| error.to_string())?;
+    raise_file_limit(share.size(args.phones));
+    let bound = phones::bind(&args, share)
+        .await
+        .map_err(|error| error.to_string())?;
+    let total = bound.len();
+    say(Signal::Ready);
+    let start = next_line(&mut lines, "the start time").await?;
+    let at_ms: u64 = start
+        .strip_prefix("start ")
+        .and_then(|ms| ms.trim().parse().ok())
+        .ok_or_else(|| format!("expected `start UNIX_MS`, got {start:?}"))?;
+    let wait = Duration::from_millis(at_ms).saturating_sub(wall_time());
+    tokio::time::sleep(wait).await;
+
+    let mut said = Instant::now();
+    let registered = |n: usize| {
+        // A line every 50 ms at most, and the last one always.
+        if n == total || said.elapsed() >= Duration::from_millis(50) {
+            say(Signal::Registered(n));
+            said = Instant::now();
+        }
+    };
+    let hold = async {
+        say(Signal::Holding);
+        // Whatever the parent says (or its going away) ends the storm.
+        let _ = lines.next_line().await;
+    };
+    let (tally, ()) = phones::live(&args, bound, registered, hold)
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok(tally)
+}
+
+/// `rasgk storm --shard I/N`: exit 0 once the tally is printed, 2 when the share could not
+/// run (the reason on standard error).
+pub(super) fn run(share: Share) -> ExitCode {
+    // One thread: the children already run side by side, and threads of one child waking
+    // each other would only take time from them and from the gatekeeper.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("rasgk storm shard {share}: cannot start the runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(shard(share)) {
+        Ok(tally) => match serde_json::to_string(&tally) {
+            Ok(json) => {
+                println!("{json}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("rasgk storm shard {share}: cannot write the tally: {error}");
+                ExitCode::from(2)
+            }
+        },
+        Err(error) => {
+            eprintln!("rasgk storm shard {share}: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_read_back() {
+        for signal in [Signal::Ready, Signal::Registered(13_334), Signal::Holding] {
+            assert_eq!(Signal::parse(&signal.line()), Some(signal));
+        }
+        assert_eq!(Signal::parse("rasgk storm: cannot bind"), None);
+        assert_eq!(Signal::parse(&format!("{TAG} registered many")), None);
+    }
+}
