@@ -1,5 +1,11 @@
 //! Binding RAS sockets with the options a gatekeeper under a registration storm needs
 //! (large receive and send buffers), through `socket2`.
+//!
+//! When 40,000 phones send their GRQ at once, they all land on the discovery socket before
+//! the gatekeeper has read the first: with the kernel's usual ceiling (`net.core.rmem_max`,
+//! 4 MB here) about 5,000 small datagrams fit and the rest are dropped, each costing its
+//! phone a RAS timeout. Where the process may (`CAP_NET_ADMIN`, e.g. root),
+//! `SO_RCVBUFFORCE` asks for [`FORCED_RECEIVE_BYTES`] past that ceiling.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,10 +18,39 @@ use crate::gatekeeper::{MULTICAST_GROUP, MULTICAST_PORT};
 /// Socket buffer size asked for; the kernel may grant less (`net.core.rmem_max`).
 const BUFFER_BYTES: usize = 4 << 20;
 
+/// Receive buffer asked for past `net.core.rmem_max` where the process may: room for about
+/// 80,000 queued RAS requests.
+const FORCED_RECEIVE_BYTES: usize = 64 << 20;
+
+/// `SO_RCVBUFFORCE`: true when the kernel took it.
+#[cfg(target_os = "linux")]
+fn force_receive_buffer(socket: &Socket, bytes: usize) -> bool {
+    use std::os::fd::AsRawFd;
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: setsockopt reads `size_of::<c_int>()` octets from a live c_int.
+    let done = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    done == 0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn force_receive_buffer(_socket: &Socket, _bytes: usize) -> bool {
+    false
+}
+
 fn udp(domain: Domain) -> io::Result<Socket> {
     let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
     // Best effort: a smaller buffer only means drops under heavier load.
-    let _ = socket.set_recv_buffer_size(BUFFER_BYTES);
+    if !force_receive_buffer(&socket, FORCED_RECEIVE_BYTES) {
+        let _ = socket.set_recv_buffer_size(BUFFER_BYTES);
+    }
     let _ = socket.set_send_buffer_size(BUFFER_BYTES);
     socket.set_nonblocking(true)?;
     Ok(socket)
