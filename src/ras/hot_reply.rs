@@ -14,11 +14,11 @@ use super::asn;
 use super::asn::RasMessage;
 
 /// Root alternatives of `RasMessage` (before its `...`).
-const RAS_MESSAGE_ROOT: u64 = 26;
+pub(super) const RAS_MESSAGE_ROOT: u64 = 26;
 /// Extension additions of `RegistrationConfirm`.
 const RCF_ADDITIONS: usize = 20;
 /// `dialledDigits`' permitted alphabet, in the order of its character codes.
-const DIALLED_DIGITS: &[u8] = b"#*,0123456789";
+pub(super) const DIALLED_DIGITS: &[u8] = b"#*,0123456789";
 
 /// The octets of `message` when it is a GCF or RCF of a shape written here.
 pub(crate) fn encode(message: &RasMessage) -> Option<Vec<u8>> {
@@ -241,36 +241,12 @@ fn alternate_gatekeeper(w: &mut Writer, entry: &asn::AlternateGK) -> Option<()> 
 
 #[cfg(test)]
 mod tests {
-    use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-
     use proptest::prelude::*;
 
-    use super::super::codec::encode_generated;
+    use super::super::hot_strategies::{address, alias, generated};
     use super::super::reply::{self, AlternateGatekeeper, EndpointId, GatekeeperId, Rcf};
     use super::super::Alias;
     use super::*;
-
-    fn generated(message: &RasMessage) -> Vec<u8> {
-        let mut octets = Vec::new();
-        encode_generated(message, &mut octets).expect("the generated codec encodes it");
-        octets
-    }
-
-    fn address() -> impl Strategy<Value = SocketAddr> {
-        prop_oneof![
-            (any::<[u8; 4]>(), any::<u16>()).prop_map(|(ip, port)| SocketAddr::from((ip, port))),
-            (any::<[u8; 16]>(), any::<u16>())
-                .prop_map(|(ip, port)| SocketAddr::new(IpAddr::V6(Ipv6Addr::from(ip)), port)),
-        ]
-    }
-
-    fn alias() -> impl Strategy<Value = Alias> {
-        prop_oneof![
-            "[0-9#*,]{1,128}".prop_map(|d| Alias::dialled_digits(&d).unwrap()),
-            "\\PC{1,40}".prop_filter_map("BMP only", |n| Alias::h323_id(&n).ok()),
-            "[a-z]{1,20}".prop_map(|u| Alias::UrlId(format!("http://{u}"))),
-        ]
-    }
 
     fn identifier() -> impl Strategy<Value = String> {
         prop_oneof!["[A-Za-z0-9]{1,128}", "\\PC{1,30}"]

@@ -15,15 +15,12 @@ use rasn::types::{BmpString, Ia5String, ObjectIdentifier, OctetString};
 use super::aper::Reader;
 use super::asn;
 use super::asn::RasMessage;
+use super::hot_reply::{DIALLED_DIGITS, RAS_MESSAGE_ROOT};
 
-/// Root alternatives of `RasMessage`.
-const RAS_MESSAGE_ROOT: u64 = 26;
 /// Extension additions of `GatekeeperRequest`.
 const GRQ_ADDITIONS: usize = 12;
 /// Extension additions of `RegistrationRequest`.
 const RRQ_ADDITIONS: usize = 27;
-/// `dialledDigits`' permitted alphabet, in the order of its character codes.
-const DIALLED_DIGITS: &[u8] = b"#*,0123456789";
 
 /// The message, when the datagram is a GRQ or RRQ of a shape read here.
 pub(crate) fn decode(octets: &[u8]) -> Option<RasMessage> {
@@ -400,36 +397,13 @@ fn vendor_identifier(r: &mut Reader<'_>) -> Option<asn::VendorIdentifier> {
 
 #[cfg(test)]
 mod tests {
-    use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-
     use proptest::prelude::*;
 
-    use super::super::codec::{decode_generated, encode_generated};
+    use super::super::codec::decode_generated;
+    use super::super::hot_strategies::{address, alias, generated as octets};
     use super::super::reply::{EndpointId, GatekeeperId};
-    use super::super::{request, Alias};
+    use super::super::request;
     use super::*;
-
-    fn octets(message: &RasMessage) -> Vec<u8> {
-        let mut octets = Vec::new();
-        encode_generated(message, &mut octets).expect("the generated codec encodes it");
-        octets
-    }
-
-    fn address() -> impl Strategy<Value = SocketAddr> {
-        prop_oneof![
-            (any::<[u8; 4]>(), any::<u16>()).prop_map(|(ip, port)| SocketAddr::from((ip, port))),
-            (any::<[u8; 16]>(), any::<u16>())
-                .prop_map(|(ip, port)| SocketAddr::new(IpAddr::V6(Ipv6Addr::from(ip)), port)),
-        ]
-    }
-
-    fn alias() -> impl Strategy<Value = Alias> {
-        prop_oneof![
-            "[0-9#*,]{1,128}".prop_map(|d| Alias::dialled_digits(&d).unwrap()),
-            "\\PC{1,40}".prop_filter_map("BMP only", |n| Alias::h323_id(&n).ok()),
-            "[a-z]{1,20}".prop_map(|u| Alias::UrlId(format!("http://{u}"))),
-        ]
-    }
 
     fn identifier() -> impl Strategy<Value = Option<String>> {
         proptest::option::of(prop_oneof!["[A-Za-z0-9]{1,128}", "\\PC{1,30}"])

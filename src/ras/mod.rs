@@ -29,6 +29,8 @@ mod codec;
 pub mod h235;
 mod hot_reply;
 mod hot_request;
+#[cfg(test)]
+mod hot_strategies;
 mod kind;
 mod peek;
 pub mod reply;
