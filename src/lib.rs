@@ -3,6 +3,7 @@
 //! It spreads IP phones over C-LAN interfaces by Avaya Communication Manager's rules and
 //! places outbound trunk calls across cluster nodes by Cisco CUCM's "route local" rule.
 //!
+//! - [`allocator`]: the allocator setting that lets freed reply chunks go back to the system.
 //! - [`bench`]: `rasgk bench`, rasgk against the UDP echo ceiling in one run.
 //! - [`calls`]: outbound trunk calls (no I/O): digit analysis, route lists, route local.
 //! - [`config`]: the TOML configuration, checked into the model the gatekeeper runs on.
@@ -17,6 +18,7 @@
 //! - [`replay`]: a capture's requests sent again to a gatekeeper, replies compared
 //!   (`rasgk replay`).
 
+pub mod allocator;
 pub mod bench;
 pub mod calls;
 pub mod config;

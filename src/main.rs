@@ -185,6 +185,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    rasgk::allocator::keep_large_blocks_mapped();
     match cli.command {
         Command::Serve {
             config,

@@ -203,3 +203,99 @@ fn check(name: &str, f: &Frame) {
         other => panic!("no check for {other}"),
     }
 }
+
+/// The replies a gatekeeper writes with its hand-written encoders (GCF, the RCF of a full
+/// RRQ and of a keep-alive, AGL included), read by tshark: not messages built for the
+/// test, but what `Gatekeeper::handle` answers a phone.
+#[test]
+fn tshark_reads_the_gatekeepers_own_gcf_and_rcf() {
+    use rasgk::gatekeeper::Gatekeeper;
+    use rasgk::phone::{Answer, Phone};
+    use std::net::SocketAddr;
+    use std::time::{Duration, Instant};
+
+    if tshark::require_tshark("tshark_reads_the_gatekeepers_own_gcf_and_rcf").is_none() {
+        return;
+    }
+    let config = rasgk::config::embedded_default();
+    let discovery = config.gatekeeper.discovery;
+    let gatekeeper_id = config.gatekeeper.gatekeeper_id.clone();
+    let mut gatekeeper = Gatekeeper::new(config).expect("the embedded default starts");
+    let start = Instant::now();
+    let phone_ras = SocketAddr::from(([127, 1, 0, 9], 40_009));
+    let mut phone = Phone::extension(4711, phone_ras);
+    let mut exchange = |local: SocketAddr, request: Vec<u8>, datagrams: &mut Vec<Datagram>| {
+        let out = gatekeeper.handle(start, local, phone_ras, &request);
+        assert_eq!(out.len(), 1, "one reply");
+        let reply = out[0].payload.to_vec();
+        for (src, dst, payload) in [
+            (phone_ras, local, request),
+            (local, phone_ras, reply.clone()),
+        ] {
+            datagrams.push(Datagram {
+                frame: 0,
+                time: Duration::new(1_767_225_600 + datagrams.len() as u64, 0),
+                src,
+                dst,
+                payload,
+            });
+        }
+        Answer::read(&reply).expect("the reply decodes")
+    };
+    let mut datagrams = Vec::new();
+    let Answer::Gcf {
+        ras_address: Some(clan),
+        ..
+    } = exchange(discovery, phone.grq(), &mut datagrams)
+    else {
+        panic!("GRQ not confirmed");
+    };
+    let full = exchange(clan, phone.rrq(), &mut datagrams);
+    phone.learn(&full);
+    let Answer::Rcf { agl, .. } = &full else {
+        panic!("RRQ not confirmed: {full:?}");
+    };
+    assert!(agl.len() > 1, "the default topology gives an AGL: {agl:?}");
+    let keep_alive = exchange(
+        clan,
+        phone.keep_alive().expect("registered"),
+        &mut datagrams,
+    );
+    assert!(matches!(keep_alive, Answer::Rcf { .. }), "{keep_alive:?}");
+
+    let dir = std::env::temp_dir().join(format!("rasgk-wire-own-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("own.pcap");
+    write_file(&pcap, &datagrams).unwrap();
+    let decoded = tshark::decode(&pcap, &[]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(decoded.frames.len(), 6, "{}", decoded.stderr);
+    for frame in &decoded.frames {
+        assert!(frame.malformed().is_empty(), "{}", frame.text());
+    }
+    let gcf = &decoded.frames[1];
+    assert_eq!(gcf.ras_message().as_deref(), Some("gatekeeperConfirm"));
+    assert_value(gcf, "gatekeeperIdentifier", &gatekeeper_id);
+    assert_value(gcf, "protocolIdentifier", "0.0.8.2250.0.4 (Version 4)");
+    assert_value(gcf, "ip", &clan.ip().to_string());
+    assert_value(gcf, "port", &clan.port().to_string());
+    for rcf in [&decoded.frames[3], &decoded.frames[5]] {
+        assert_eq!(rcf.ras_message().as_deref(), Some("registrationConfirm"));
+        assert_value(rcf, "endpointIdentifier", "EP00000001");
+        assert_value(rcf, "gatekeeperIdentifier", &gatekeeper_id);
+        assert_values(rcf, "dialledDigits", &["4711"]);
+        assert_value(rcf, "willRespondToIRR", "False");
+        assert_value(rcf, "maintainConnection", "False");
+        assert!(rcf.value("timeToLive").is_some(), "{}", rcf.text());
+        assert_value(rcf, "alternateGatekeeper", &format!("{} items", agl.len()));
+        for (i, entry) in agl.iter().enumerate() {
+            let item = rcf.subtree_path(&["alternateGatekeeper", &format!("Item {i}")]);
+            let values = |label| tshark::values_of(item.iter().copied(), label);
+            assert_eq!(values("ip"), [entry.ip().to_string()], "AGL item {i}");
+            assert_eq!(values("port"), [entry.port().to_string()], "AGL item {i}");
+            assert_eq!(values("gatekeeperIdentifier"), [gatekeeper_id.as_str()]);
+            assert_eq!(values("needToRegister"), ["True"], "AGL item {i}");
+            assert_eq!(values("priority"), [i.to_string()], "AGL item {i}");
+        }
+    }
+}

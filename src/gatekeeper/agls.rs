@@ -4,9 +4,10 @@
 //! of a handful of lists — the same tiers, rotated — so 100,000 registrations hold a few
 //! dozen distinct AGLs. Each registration keeps a reference-counted pointer to its list
 //! instead of a copy of it; lists no registration holds any more are dropped as the table
-//! grows, so the table never outgrows twice what is in use.
+//! grows, so the table never outgrows twice what is in use. Each list's encoding for an RCF
+//! is made once too, the first time it is sent, and kept beside it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::topology::ClanIdx;
@@ -18,6 +19,8 @@ pub type Agl = Arc<[ClanIdx]>;
 #[derive(Debug, Default, Clone)]
 pub struct Agls {
     lists: HashSet<Agl>,
+    /// Encodings of lists (`SEQUENCE OF AlternateGK`), by list.
+    encodings: HashMap<Agl, Box<[u8]>>,
     /// Size at which the next sweep of unused lists runs.
     sweep_at: usize,
 }
@@ -33,12 +36,27 @@ impl Agls {
         }
         if self.lists.len() >= self.sweep_at.max(FIRST_SWEEP) {
             // Only the table holds these: no registration has them any more.
+            self.encodings.retain(|list, _| Arc::strong_count(list) > 2);
             self.lists.retain(|list| Arc::strong_count(list) > 1);
             self.sweep_at = 2 * self.lists.len();
         }
         let shared: Agl = agl.into();
         self.lists.insert(shared.clone());
         shared
+    }
+
+    /// The encoding of `agl`, made by `encode` the first time it is asked for; `None` when
+    /// `encode` cannot make it.
+    pub fn encoded(
+        &mut self,
+        agl: &Agl,
+        encode: impl FnOnce(&[ClanIdx]) -> Option<Vec<u8>>,
+    ) -> Option<&[u8]> {
+        if !self.encodings.contains_key(agl) {
+            let octets = encode(agl)?;
+            self.encodings.insert(agl.clone(), octets.into());
+        }
+        self.encodings.get(agl).map(|octets| &octets[..])
     }
 
     /// Distinct lists held.
@@ -63,6 +81,23 @@ mod tests {
         let b = agls.intern(&[1, 2, 3]);
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(agls.len(), 1);
+    }
+
+    #[test]
+    fn a_list_is_encoded_once() {
+        let mut agls = Agls::default();
+        let list = agls.intern(&[4, 2]);
+        let mut made = 0;
+        for _ in 0..3 {
+            let octets = agls.encoded(&list, |l| {
+                made += 1;
+                Some(l.iter().map(|&c| c as u8).collect())
+            });
+            assert_eq!(octets, Some(&[4u8, 2][..]));
+        }
+        assert_eq!(made, 1);
+        let unencodable = agls.intern(&[9]);
+        assert_eq!(agls.encoded(&unencodable, |_| None), None);
     }
 
     #[test]

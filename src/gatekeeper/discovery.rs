@@ -4,10 +4,9 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::{policy, Gatekeeper, Reservation, Timer};
+use super::{policy, Gatekeeper, Reply, Reservation, Timer};
 use crate::ras::asn::GatekeeperRequest;
 use crate::ras::reply::{self, GrjReason};
-use crate::ras::RasMessage;
 
 impl Gatekeeper {
     /// A GRQ: choose a C-LAN by the tiers of the phone's home region, reserve a place on it
@@ -21,16 +20,15 @@ impl Gatekeeper {
         local: SocketAddr,
         from: SocketAddr,
         grq: &GatekeeperRequest,
-    ) -> Option<RasMessage> {
+    ) -> Option<Reply> {
         let seq = grq.request_seq_num.0;
         if self.excluded(from) {
             self.note_reject("GRJ", "terminalExcluded");
             tracing::debug!("GRJ terminalExcluded: outside the network map");
-            return Some(reply::gatekeeper_reject(
-                seq,
-                &self.gatekeeper_id,
-                GrjReason::TerminalExcluded,
-            ));
+            return Some(
+                reply::gatekeeper_reject(seq, &self.gatekeeper_id, GrjReason::TerminalExcluded)
+                    .into(),
+            );
         }
         self.release_reservation(from);
         let home = self.home_region(local, from.ip());
@@ -52,21 +50,17 @@ impl Gatekeeper {
         if let (Some(clan), Some(own)) = (chosen, own_socket) {
             if clan == own {
                 tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF: its own socket's C-LAN");
-                return Some(reply::gatekeeper_confirm(
-                    seq,
-                    &self.gatekeeper_id,
-                    self.config.clans[clan].address,
-                ));
+                let address = self.config.clans[clan].address;
+                return Some(self.gatekeeper_confirm(seq, address));
             }
         }
         let Some(clan) = chosen.filter(|&clan| self.loads.get(clan).available()) else {
             self.note_reject("GRJ", "resourceUnavailable");
             tracing::debug!(region = home, "GRJ resourceUnavailable: no C-LAN has room");
-            return Some(reply::gatekeeper_reject(
-                seq,
-                &self.gatekeeper_id,
-                GrjReason::ResourceUnavailable,
-            ));
+            return Some(
+                reply::gatekeeper_reject(seq, &self.gatekeeper_id, GrjReason::ResourceUnavailable)
+                    .into(),
+            );
         };
         if self.reservations.len() >= self.config.limits.max_reservations {
             // Full: the reservation that runs out first makes room (see `reservations`).
@@ -87,10 +81,7 @@ impl Gatekeeper {
         );
         self.arm(expires, Timer::Reservation(from));
         tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF");
-        Some(reply::gatekeeper_confirm(
-            seq,
-            &self.gatekeeper_id,
-            self.config.clans[clan].address,
-        ))
+        let address = self.config.clans[clan].address;
+        Some(self.gatekeeper_confirm(seq, address))
     }
 }

@@ -24,6 +24,7 @@
 
 mod access;
 pub mod agls;
+mod arena;
 mod calls_view;
 mod discovery;
 pub mod events;
@@ -49,10 +50,11 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::calls::Calls;
-use crate::config::{Config, RegionId};
+use crate::config::{Clan, Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
 use crate::ras::{self, MessageKind, RasMessage};
 use agls::Agls;
+use arena::Arena;
 use events::{Ending, Event, EventQueue};
 use load::{ClanLoad, Loads};
 use rate_limit::RateLimit;
@@ -86,6 +88,36 @@ pub const TTS_RETRY: Duration = Duration::from_secs(1);
 /// and dropped unread. Real RAS messages fit an Ethernet frame; the largest a gatekeeper
 /// sends, an RCF with a 128-entry AGL, is about 4 KB.
 pub const MAX_DATAGRAM: usize = 8192;
+
+/// The AGL entries of C-LANs `agl` (priority their place in the list).
+fn agl_entries(
+    clans: &[Clan],
+    gatekeeper_id: &GatekeeperId,
+    agl: &[ClanIdx],
+) -> Vec<AlternateGatekeeper> {
+    agl.iter()
+        .enumerate()
+        .map(|(priority, &idx)| AlternateGatekeeper {
+            ras_address: clans[idx].address,
+            gatekeeper_id: Some(gatekeeper_id.clone()),
+            priority: priority.min(127) as u8,
+        })
+        .collect()
+}
+
+/// A reply on its way out: a message for the codec, or the octets a hand-written encoder
+/// ([`ras::hot_reply`]) already wrote into the arena.
+enum Reply {
+    /// (Boxed: a `RasMessage` is some 2 KB.)
+    Message(Box<RasMessage>),
+    Octets(MessageKind, Bytes),
+}
+
+impl From<RasMessage> for Reply {
+    fn from(message: RasMessage) -> Reply {
+        Reply::Message(Box::new(message))
+    }
+}
 
 /// One datagram to send.
 #[must_use]
@@ -193,6 +225,10 @@ pub struct Gatekeeper {
     rng: ChaCha8Rng,
     /// Outbound trunk calls in progress (domain.md §6), with their own generator.
     calls: Calls,
+    /// Where replies' octets are kept (sent, and held for retransmissions).
+    arena: Arena,
+    /// The buffer replies are encoded into before they are copied to the arena.
+    scratch: Vec<u8>,
     stats: Stats,
     events: EventQueue,
     /// Passwords of aliases and the newest token time stamps accepted.
@@ -245,6 +281,8 @@ impl Gatekeeper {
             next_seq: 0,
             rng,
             calls,
+            arena: Arena::default(),
+            scratch: Vec::with_capacity(512),
             stats: Stats::default(),
             events: EventQueue::default(),
             passwords,
@@ -351,7 +389,7 @@ impl Gatekeeper {
         };
         let xrs = seq.and_then(|seq| {
             let xrs = reply::unknown_message_response(seq, datagram);
-            self.reply(self.reply_from(local), from, datagram.len(), xrs)
+            self.reply(self.reply_from(local), from, datagram.len(), xrs.into())
         });
         self.stats.count_malformed(kind, xrs.is_some());
         xrs.into_iter().collect()
@@ -392,7 +430,7 @@ impl Gatekeeper {
         request_len: usize,
     ) -> Option<Vec<Transmit>> {
         self.retransmits.expire(now);
-        let mut replies = self.retransmits.lookup(key, fingerprint)?.to_vec();
+        let mut replies = self.retransmits.lookup(key, fingerprint)?;
         let before = replies.len();
         replies.retain(|reply| self.within_reflection_bound(key.1, request_len, &reply.payload));
         self.stats.reflection_dropped += (before - replies.len()) as u64;
@@ -443,24 +481,25 @@ impl Gatekeeper {
             RasMessage::registrationRequest(rrq) => {
                 self.registration_request(now, local, from, rrq)
             }
-            RasMessage::unregistrationRequest(urq) => self.unregistration_request(from, urq),
-            RasMessage::admissionRequest(arq) => self.admission_request(from, arq),
-            RasMessage::disengageRequest(drq) => self.disengage_request(from, drq),
-            RasMessage::bandwidthRequest(brq) => self.bandwidth_request(from, brq),
-            RasMessage::infoRequestResponse(irr) => self.info_request_response(from, irr),
-            _ => Some(reply::unknown_message_response(seq, datagram)),
+            RasMessage::unregistrationRequest(urq) => {
+                self.unregistration_request(from, urq).map(Reply::from)
+            }
+            RasMessage::admissionRequest(arq) => self.admission_request(from, arq).map(Reply::from),
+            RasMessage::disengageRequest(drq) => self.disengage_request(from, drq).map(Reply::from),
+            RasMessage::bandwidthRequest(brq) => self.bandwidth_request(from, brq).map(Reply::from),
+            RasMessage::infoRequestResponse(irr) => {
+                self.info_request_response(from, irr).map(Reply::from)
+            }
+            _ => Some(reply::unknown_message_response(seq, datagram).into()),
         };
         let Some(reply) = reply else {
             return Vec::new();
         };
         let reply_from = self.reply_from(local);
-        let transmits: Vec<Transmit> = self
-            .reply(reply_from, from, datagram.len(), reply)
-            .into_iter()
-            .collect();
+        let transmit = self.reply(reply_from, from, datagram.len(), reply);
         self.retransmits
-            .store(now, (local, from, seq), fingerprint, transmits.clone());
-        transmits
+            .store(now, (local, from, seq), fingerprint, transmit.as_ref());
+        transmit.into_iter().collect()
     }
 
     /// The cached replies to a retransmitted request, counted as sent again.
@@ -504,11 +543,11 @@ impl Gatekeeper {
         to: SocketAddr,
         message: &RasMessage,
     ) -> Option<Transmit> {
-        match ras::encode(message) {
-            Ok(octets) => Some(Transmit {
+        match ras::encode_into(message, &mut self.scratch) {
+            Ok(()) => Some(Transmit {
                 local,
                 to,
-                payload: Bytes::from(octets),
+                payload: self.arena.copy(&self.scratch),
             }),
             Err(error) => {
                 self.stats.encode_failures += 1;
@@ -529,8 +568,26 @@ impl Gatekeeper {
         local: SocketAddr,
         to: SocketAddr,
         request_len: usize,
-        mut message: RasMessage,
+        reply: Reply,
     ) -> Option<Transmit> {
+        let mut message = match reply {
+            Reply::Octets(kind, payload)
+                if self.within_reflection_bound(to, request_len, &payload) =>
+            {
+                self.stats.sent[kind as usize] += 1;
+                return Some(Transmit { local, to, payload });
+            }
+            // Too long for an unregistered source: read back, to be shortened as any reply.
+            Reply::Octets(_, payload) => match ras::decode(&payload) {
+                Ok(message) => message,
+                Err(error) => {
+                    self.stats.encode_failures += 1;
+                    tracing::error!(%error, "a hand-written reply does not decode");
+                    return None;
+                }
+            },
+            Reply::Message(message) => *message,
+        };
         let mut transmit = self.encode(local, to, &message)?;
         if !self.within_reflection_bound(to, request_len, &transmit.payload) {
             if ras::shorten(&mut message) {
@@ -564,14 +621,17 @@ impl Gatekeeper {
 
     /// The AGL entries of a list of C-LANs, priorities 0, 1, 2, ….
     fn agl_entries(&self, agl: &[ClanIdx]) -> Vec<AlternateGatekeeper> {
-        agl.iter()
-            .enumerate()
-            .map(|(priority, &idx)| AlternateGatekeeper {
-                ras_address: self.config.clans[idx].address,
-                gatekeeper_id: Some(self.gatekeeper_id.clone()),
-                priority: priority.min(127) as u8,
-            })
-            .collect()
+        agl_entries(&self.config.clans, &self.gatekeeper_id, agl)
+    }
+
+    /// A GCF naming `ras_address`, written by the hand-written encoder (the generated codec
+    /// when that cannot).
+    fn gatekeeper_confirm(&mut self, seq: u16, ras_address: SocketAddr) -> Reply {
+        let octets = self.gatekeeper_id.octets();
+        match ras::hot_reply::gatekeeper_confirm(&mut self.scratch, seq, octets, ras_address) {
+            Some(()) => Reply::Octets(MessageKind::Gcf, self.arena.copy(&self.scratch)),
+            None => reply::gatekeeper_confirm(seq, &self.gatekeeper_id, ras_address).into(),
+        }
     }
 
     fn next_seq(&mut self) -> u16 {

@@ -6,15 +6,16 @@ use std::time::{Duration, Instant};
 
 use super::events::{Ending, Event};
 use super::registry::{self, Registration};
-use super::{policy, Gatekeeper, Timer, TTS_RETRY};
+use super::{policy, Gatekeeper, Reply, Timer, TTS_RETRY};
 use crate::calls::NoRoute;
 use crate::config::NodeIdx;
 use crate::ras::asn::{
     self, AdmissionRequest, BandwidthRequest, DisengageRequest, InfoRequestResponse,
     RegistrationRequest, UnregistrationRequest,
 };
+use crate::ras::hot_reply::{self, RcfParts};
 use crate::ras::reply::{self, AltGkInfo, ArjReason, EndpointId, RrjReason, UrjReason};
-use crate::ras::{socket_addr, Alias, RasMessage};
+use crate::ras::{socket_addr, Alias, MessageKind, RasMessage};
 
 /// The text of an alias that `[[tts]]` patterns are matched against.
 fn alias_text(alias: &Alias) -> &str {
@@ -67,7 +68,7 @@ impl Gatekeeper {
         local: SocketAddr,
         from: SocketAddr,
         rrq: &RegistrationRequest,
-    ) -> Option<RasMessage> {
+    ) -> Option<Reply> {
         if rrq.keep_alive == Some(true) {
             Some(self.keep_alive(now, from, rrq))
         } else {
@@ -93,35 +94,69 @@ impl Gatekeeper {
         }
     }
 
-    fn confirm(&self, seq: u16, key: u64) -> Option<RasMessage> {
+    /// The RCF of a registration, written by the hand-written encoder with its AGL's
+    /// encoding made once per distinct AGL (the generated codec when an alias is outside
+    /// what that writes).
+    fn confirm(&mut self, seq: u16, key: u64) -> Option<Reply> {
         let registration = self.registry.get(key)?;
+        let (clans, gatekeeper_id) = (&self.config.clans, &self.gatekeeper_id);
+        let agl = match &registration.agl[..] {
+            [] => Some(None),
+            _ => self
+                .agls
+                .encoded(&registration.agl, |list| {
+                    hot_reply::agl_octets(&super::agl_entries(clans, gatekeeper_id, list))
+                })
+                .map(Some),
+        };
+        let (endpoint_id, len) = registry::endpoint_id_octets(key);
+        let written = agl.and_then(|agl| {
+            hot_reply::registration_confirm(
+                &mut self.scratch,
+                &RcfParts {
+                    request_seq_num: seq,
+                    gatekeeper_id: gatekeeper_id.octets(),
+                    endpoint_id: &endpoint_id[..len],
+                    call_signal_address: &registration.call_signal_address,
+                    aliases: &registration.aliases,
+                    time_to_live_s: Some(registration.ttl_s),
+                    agl,
+                },
+            )
+        });
+        if written.is_some() {
+            return Some(Reply::Octets(
+                MessageKind::Rcf,
+                self.arena.copy(&self.scratch),
+            ));
+        }
         let agl = self.agl_entries(&registration.agl);
-        Some(reply::registration_confirm(&reply::Rcf {
-            request_seq_num: seq,
-            gatekeeper_id: &self.gatekeeper_id,
-            endpoint_id: &registration.endpoint_id,
-            call_signal_address: &registration.call_signal_address,
-            aliases: &registration.aliases,
-            time_to_live_s: Some(registration.ttl_s),
-            agl: &agl,
-        }))
+        Some(
+            reply::registration_confirm(&reply::Rcf {
+                request_seq_num: seq,
+                gatekeeper_id: &self.gatekeeper_id,
+                endpoint_id: &registration.endpoint_id,
+                call_signal_address: &registration.call_signal_address,
+                aliases: &registration.aliases,
+                time_to_live_s: Some(registration.ttl_s),
+                agl: &agl,
+            })
+            .into(),
+        )
     }
 
     /// A lightweight RRQ: refreshes a registration wherever it arrives; an unknown endpoint
     /// (or one from another source) must register in full.
-    fn keep_alive(
-        &mut self,
-        now: Instant,
-        from: SocketAddr,
-        rrq: &RegistrationRequest,
-    ) -> RasMessage {
+    fn keep_alive(&mut self, now: Instant, from: SocketAddr, rrq: &RegistrationRequest) -> Reply {
         let seq = rrq.request_seq_num.0;
         let key = rrq
             .endpoint_identifier
             .as_ref()
             .and_then(|id| self.registered(id, from));
         let Some(key) = key else {
-            return self.reject_rrq(seq, RrjReason::FullRegistrationRequired, None);
+            return self
+                .reject_rrq(seq, RrjReason::FullRegistrationRequired, None)
+                .into();
         };
         if self.has_passwords() {
             let aliases = self
@@ -130,14 +165,16 @@ impl Gatekeeper {
                 .map(|r| r.aliases.clone())
                 .unwrap_or_default();
             if !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref()) {
-                return self.reject_rrq(seq, RrjReason::SecurityDenial, None);
+                return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
             }
         }
         let ttl = self.granted_ttl(rrq);
         self.refresh(now, key, ttl);
         self.stats.keep_alives += 1;
-        self.confirm(seq, key)
-            .unwrap_or_else(|| self.reject_rrq(seq, RrjReason::FullRegistrationRequired, None))
+        self.confirm(seq, key).unwrap_or_else(|| {
+            self.reject_rrq(seq, RrjReason::FullRegistrationRequired, None)
+                .into()
+        })
     }
 
     /// Where section 1 would send this phone now, as `altGKInfo`.
@@ -157,16 +194,18 @@ impl Gatekeeper {
         local: SocketAddr,
         from: SocketAddr,
         rrq: &RegistrationRequest,
-    ) -> RasMessage {
+    ) -> Reply {
         let seq = rrq.request_seq_num.0;
         if self.excluded(from) {
             // RegistrationRejectReason has no terminalExcluded: securityDenial says "not
             // allowed here" (as GnuGk answers an RRQ its IP rules refuse).
             tracing::debug!("outside the network map");
-            return self.reject_rrq(seq, RrjReason::SecurityDenial, None);
+            return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
         }
         let Some(&clan) = self.topology.clan_at.get(&local) else {
-            return self.reject_rrq(seq, RrjReason::DiscoveryRequired, None);
+            return self
+                .reject_rrq(seq, RrjReason::DiscoveryRequired, None)
+                .into();
         };
         let call_signal_address: Vec<SocketAddr> = rrq
             .call_signal_address
@@ -174,7 +213,9 @@ impl Gatekeeper {
             .filter_map(socket_addr)
             .collect();
         if call_signal_address.is_empty() {
-            return self.reject_rrq(seq, RrjReason::InvalidCallSignalAddress, None);
+            return self
+                .reject_rrq(seq, RrjReason::InvalidCallSignalAddress, None)
+                .into();
         }
         let ras_address = rrq.ras_address.iter().find_map(socket_addr).unwrap_or(from);
         let mut aliases: Vec<Alias> = rrq
@@ -186,7 +227,7 @@ impl Gatekeeper {
         aliases.dedup();
         if self.has_passwords() && !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref())
         {
-            return self.reject_rrq(seq, RrjReason::SecurityDenial, None);
+            return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
         }
         let existing = self.registry.by_source(from);
         let taken: Vec<Alias> = aliases
@@ -199,7 +240,9 @@ impl Gatekeeper {
             .cloned()
             .collect();
         if !taken.is_empty() {
-            return self.reject_rrq(seq, RrjReason::DuplicateAlias(taken), None);
+            return self
+                .reject_rrq(seq, RrjReason::DuplicateAlias(taken), None)
+                .into();
         }
         let region = self.home_region(local, from.ip());
         let tts = self.is_tts(&aliases, region);
@@ -213,7 +256,9 @@ impl Gatekeeper {
                 || own_socket == Some(clan));
         if !room {
             let alt = self.alternative(region);
-            return self.reject_rrq(seq, RrjReason::ResourceUnavailable, alt);
+            return self
+                .reject_rrq(seq, RrjReason::ResourceUnavailable, alt)
+                .into();
         }
 
         // Accepted: from here on, state changes.

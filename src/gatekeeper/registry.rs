@@ -58,6 +58,24 @@ pub fn endpoint_id_text(key: u64) -> String {
     format!("EP{key:08X}")
 }
 
+/// [`endpoint_id_text`] as UTF-16BE octets, without allocating: the octets and how many of
+/// them are used.
+pub fn endpoint_id_octets(key: u64) -> ([u8; 36], usize) {
+    let mut octets = [0u8; 36];
+    let digits = (16 - key.leading_zeros() as usize / 4).max(8);
+    let text = b"EP".iter().copied().chain(
+        (0..digits)
+            .rev()
+            .map(|place| b"0123456789ABCDEF"[((key >> (4 * place)) & 0xF) as usize]),
+    );
+    let mut len = 0;
+    for character in text {
+        octets[len + 1] = character;
+        len += 2;
+    }
+    (octets, len)
+}
+
 /// The key an `endpointIdentifier` text names, if it is one of ours.
 pub fn key_of(endpoint_id: &str) -> Option<u64> {
     let hex = endpoint_id.strip_prefix("EP")?;
@@ -175,5 +193,13 @@ mod tests {
         assert_eq!(key_of("XX0000002A"), None);
         assert_eq!(key_of("EP+000002A"), None);
         assert_eq!(key_of("EP00000000000000000000002A"), None);
+        for key in [0, 1, 42, 0xFFFF_FFFF, 0x1_0000_0000, u64::MAX] {
+            let (octets, len) = endpoint_id_octets(key);
+            let utf16: Vec<u8> = endpoint_id_text(key)
+                .encode_utf16()
+                .flat_map(u16::to_be_bytes)
+                .collect();
+            assert_eq!(&octets[..len], &utf16[..], "{key:X}");
+        }
     }
 }

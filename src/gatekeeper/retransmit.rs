@@ -2,12 +2,15 @@
 //! address with the same `requestSeqNum` and the same octets within the hold time gets the
 //! reply it got the first time, and changes nothing. Bounded in time and in entries
 //! (`[limits] max_cached_replies`, the queue that orders them included); when full, the
-//! oldest entry goes first, and is counted.
+//! oldest entry goes first, and is counted. An entry holds its reply's octets as a slice of
+//! the [`Arena`](super::arena::Arena)'s chunks, so storing one allocates nothing.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+
+use bytes::Bytes;
 
 use super::Transmit;
 
@@ -25,7 +28,9 @@ struct Entry {
     /// Which store made it: tells its queue slot from stale ones of the same key, even
     /// when they were stored at the same instant.
     serial: u64,
-    replies: Vec<Transmit>,
+    /// The reply (sent from this local address to the key's source); `None` when the
+    /// request got none.
+    reply: Option<(SocketAddr, Bytes)>,
 }
 
 /// (local address, source, sequence number).
@@ -70,16 +75,25 @@ impl RetransmitCache {
         }
     }
 
-    /// The replies to an earlier identical request, if it is still held.
-    pub fn lookup(&self, key: Key, request: u64) -> Option<&[Transmit]> {
-        self.entries
-            .get(&key)
-            .filter(|entry| entry.request == request)
-            .map(|entry| &entry.replies[..])
+    /// The reply to an earlier identical request (none when it got none), if it is still
+    /// held.
+    pub fn lookup(&self, key: Key, request: u64) -> Option<Vec<Transmit>> {
+        let entry = self.entries.get(&key).filter(|e| e.request == request)?;
+        Some(
+            entry
+                .reply
+                .iter()
+                .map(|(local, payload)| Transmit {
+                    local: *local,
+                    to: key.1,
+                    payload: payload.clone(),
+                })
+                .collect(),
+        )
     }
 
-    /// Keeps the replies to a request.
-    pub fn store(&mut self, now: Instant, key: Key, request: u64, replies: Vec<Transmit>) {
+    /// Keeps the reply to a request (sent to the key's source).
+    pub fn store(&mut self, now: Instant, key: Key, request: u64, reply: Option<&Transmit>) {
         self.expire(now);
         while self.order.len() >= self.max {
             if self.pop_oldest() {
@@ -92,7 +106,7 @@ impl RetransmitCache {
             Entry {
                 request,
                 serial: self.serial,
-                replies,
+                reply: reply.map(|t| (t.local, t.payload.clone())),
             },
         );
         self.order.push_back((now, self.serial, key));
@@ -158,7 +172,7 @@ mod tests {
         let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
         let from: SocketAddr = "127.1.0.1:5000".parse().unwrap();
         for request in 0..(MAX_ENTRIES as u64 + 1000) {
-            cache.store(now, (local, from, 7), request, Vec::new());
+            cache.store(now, (local, from, 7), request, None);
         }
         assert_eq!(cache.len(), 1);
         assert!(cache.order.len() <= MAX_ENTRIES);
@@ -178,7 +192,7 @@ mod tests {
         let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
         let from = |n: u16| SocketAddr::from(([127, 1, 0, 1], n));
         for n in 0..5 {
-            cache.store(now, (local, from(n), 1), 0, Vec::new());
+            cache.store(now, (local, from(n), 1), 0, None);
         }
         assert_eq!(cache.len(), 3);
         assert_eq!(cache.evicted, 2);
@@ -193,7 +207,7 @@ mod tests {
         let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
         for port in 0..50_000u16 {
             let from = SocketAddr::from(([127, 1, 0, 1], port));
-            cache.store(now, (local, from, 1), 0, Vec::new());
+            cache.store(now, (local, from, 1), 0, None);
         }
         assert!(cache.entries.capacity() >= 50_000);
         cache.expire(now + HOLD);

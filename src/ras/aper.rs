@@ -17,13 +17,6 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub(crate) fn with_capacity(octets: usize) -> Writer {
-        Writer {
-            octets: Vec::with_capacity(octets),
-            bits: 0,
-        }
-    }
-
     /// The low `count` bits of `value` as a bit-field (no alignment).
     pub(crate) fn bits(&mut self, value: u64, count: u32) {
         let mut left = count;
@@ -103,16 +96,32 @@ impl Writer {
     }
 
     /// An open type: a complete encoding written by `content`, behind its unconstrained
-    /// length in octets.
+    /// length in octets. Written in place: the content starts octet-aligned, so it is the
+    /// encoding a writer of its own would make.
     pub(crate) fn open_type(
         &mut self,
         content: impl FnOnce(&mut Writer) -> Option<()>,
     ) -> Option<()> {
-        let mut inner = Writer::with_capacity(64);
-        content(&mut inner)?;
-        let encoded = inner.finish();
-        self.unconstrained_length(encoded.len())?;
-        self.octets(&encoded);
+        self.align();
+        let at = self.octets.len();
+        self.octets.push(0);
+        self.bits = self.octets.len() * 8;
+        content(self)?;
+        self.align();
+        if self.octets.len() == at + 1 {
+            // At least one octet (X.691 11.1).
+            self.octets.push(0);
+        }
+        let length = self.octets.len() - at - 1;
+        match length {
+            0..=127 => self.octets[at] = length as u8,
+            128..=16_383 => {
+                self.octets[at] = 0x80 | (length >> 8) as u8;
+                self.octets.insert(at + 1, length as u8);
+            }
+            _ => return None,
+        }
+        self.bits = self.octets.len() * 8;
         Some(())
     }
 
@@ -122,6 +131,19 @@ impl Writer {
             self.octets.push(0);
         }
         self.octets
+    }
+
+    /// A writer over `buffer`'s allocation (its contents cleared), for
+    /// [`finish_into`](Writer::finish_into) to hand back.
+    pub(crate) fn over(buffer: &mut Vec<u8>) -> Writer {
+        let mut octets = std::mem::take(buffer);
+        octets.clear();
+        Writer { octets, bits: 0 }
+    }
+
+    /// [`finish`](Writer::finish), into `buffer`.
+    pub(crate) fn finish_into(self, buffer: &mut Vec<u8>) {
+        *buffer = self.finish();
     }
 }
 

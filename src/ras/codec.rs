@@ -112,23 +112,13 @@ pub(crate) fn decode_generated(bytes: &[u8]) -> Result<RasMessage, DecodeError> 
 
 /// Encodes a RAS message.
 pub fn encode(message: &RasMessage) -> Result<Vec<u8>, EncodeError> {
-    if let Some(octets) = super::hot_reply::encode(message) {
-        return Ok(octets);
-    }
     let mut buffer = Vec::with_capacity(128);
     encode_generated(message, &mut buffer)?;
     Ok(buffer)
 }
 
-/// Encodes a RAS message into `buffer` (cleared first), reusing its allocation. GCF and RCF
-/// of the shapes rasgk sends are written by the hand-written encoders of `hot_reply`, the rest by
-/// the generated codec; the octets are the same either way.
+/// Encodes a RAS message into `buffer` (cleared first), reusing its allocation.
 pub fn encode_into(message: &RasMessage, buffer: &mut Vec<u8>) -> Result<(), EncodeError> {
-    if let Some(octets) = super::hot_reply::encode(message) {
-        buffer.clear();
-        buffer.extend_from_slice(&octets);
-        return Ok(());
-    }
     encode_generated(message, buffer)
 }
 

@@ -15,8 +15,9 @@
 //!
 //! The ASN.1 types themselves are generated from `asn1/` by `rasn-compiler` (see
 //! `asn1/README.md`) and checked in as `generated.rs`; [`asn`] re-exports them. Code outside
-//! this module should prefer the functions here, so that a faster hand-written codec for the
-//! hot messages can replace the generated one behind them.
+//! this module should prefer the functions here. The exception is the gatekeeper's hot path:
+//! [`hot_reply`] writes GCF and RCF straight from its values (no `RasMessage` built), and
+//! `decode` reads the common GRQ and RRQ shapes with a hand-written decoder.
 //!
 //! What this module does not do: no sockets, no clocks, no policy.
 
@@ -27,7 +28,7 @@ mod address;
 mod aper;
 mod codec;
 pub mod h235;
-mod hot_reply;
+pub(crate) mod hot_reply;
 mod hot_request;
 #[cfg(test)]
 mod hot_strategies;

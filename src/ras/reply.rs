@@ -8,22 +8,29 @@ use super::address::{bmp, Alias, AliasError};
 use super::asn::{self, RasMessage};
 use super::{protocol_identifier, transport_address};
 
-/// A `gatekeeperIdentifier`: 1–128 BMP characters, checked once when it is made.
+/// A `gatekeeperIdentifier`: 1–128 BMP characters, checked once when it is made, and kept
+/// as its UTF-16BE octets too for the hand-written encoders.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct GatekeeperId(asn::GatekeeperIdentifier);
+pub struct GatekeeperId {
+    asn: asn::GatekeeperIdentifier,
+    octets: Box<[u8]>,
+}
 
 impl GatekeeperId {
     /// Checks and wraps a gatekeeper identifier.
     pub fn new(id: &str) -> Result<GatekeeperId, AliasError> {
-        Ok(GatekeeperId(asn::GatekeeperIdentifier(bmp(
-            "gatekeeperIdentifier",
-            id,
-            128,
-        )?)))
+        let asn = asn::GatekeeperIdentifier(bmp("gatekeeperIdentifier", id, 128)?);
+        let octets = asn.0.to_bytes().into();
+        Ok(GatekeeperId { asn, octets })
     }
 
     pub(crate) fn asn(&self) -> asn::GatekeeperIdentifier {
-        self.0.clone()
+        self.asn.clone()
+    }
+
+    /// The identifier as UTF-16BE octets.
+    pub fn octets(&self) -> &[u8] {
+        &self.octets
     }
 }
 
