@@ -89,16 +89,35 @@ pub struct EventQueue {
     queue: VecDeque<Event>,
     /// Events dropped because nobody drained them in time.
     pub dropped: u64,
+    /// Nobody is watching (the server says so when no `/api/events` client is connected):
+    /// events are not kept, and the hot paths do not build them.
+    unwatched: bool,
 }
 
 impl EventQueue {
-    /// Adds an event, dropping the oldest when full.
+    /// Adds an event, dropping the oldest when full; nothing while nobody watches.
     pub fn push(&mut self, event: Event) {
+        if self.unwatched {
+            return;
+        }
         if self.queue.len() >= MAX_QUEUED {
             self.queue.pop_front();
             self.dropped += 1;
         }
         self.queue.push_back(event);
+    }
+
+    /// Is anybody watching? (Yes unless told otherwise.)
+    pub fn watched(&self) -> bool {
+        !self.unwatched
+    }
+
+    /// Whether anybody watches from now on; when nobody does, queued events are dropped.
+    pub fn set_watched(&mut self, watched: bool) {
+        self.unwatched = !watched;
+        if !watched {
+            self.queue.clear();
+        }
     }
 
     /// Takes every queued event.

@@ -300,6 +300,12 @@ impl Gatekeeper {
         &self.stats
     }
 
+    /// Whether anybody watches the events (the server: whether an `/api/events` client is
+    /// connected). While nobody does, none are built or kept; by default they are.
+    pub fn set_events_watched(&mut self, watched: bool) {
+        self.events.set_watched(watched);
+    }
+
     /// Takes the events since the last call, oldest first.
     pub fn drain_events(&mut self) -> Vec<Event> {
         self.events.drain().collect()
@@ -738,11 +744,13 @@ impl Gatekeeper {
             self.loads.remove_socket(clan);
         }
         self.tts_pending.remove(&key);
-        self.events.push(Event::Unregistered {
-            endpoint_id: registration.endpoint_id.text(),
-            reason,
-            clan: registration.socket.map(|clan| self.clan_name(clan)),
-        });
+        if self.events.watched() {
+            self.events.push(Event::Unregistered {
+                endpoint_id: registration.endpoint_id.text(),
+                reason,
+                clan: registration.socket.map(|clan| self.clan_name(clan)),
+            });
+        }
         Some(registration)
     }
 

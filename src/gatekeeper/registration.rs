@@ -32,7 +32,7 @@ fn alias_text(alias: &Alias) -> &str {
 impl Gatekeeper {
     /// The registration an `endpointIdentifier` names, if it is registered from `from`.
     pub(super) fn registered(&self, id: &asn::EndpointIdentifier, from: SocketAddr) -> Option<u64> {
-        registry::key_of(&EndpointId::from_asn(id).text())
+        registry::key_of_octets(&id.0.to_bytes())
             .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from))
     }
 
@@ -314,7 +314,8 @@ impl Gatekeeper {
             self.place_tts(now, key);
         }
         self.stats.registrations += 1;
-        if let Some(registration) = self.registry.get(key) {
+        let watched = self.events.watched();
+        if let Some(registration) = self.registry.get(key).filter(|_| watched) {
             let event = Event::Registered {
                 endpoint_id: registration.endpoint_id.text(),
                 aliases: registration

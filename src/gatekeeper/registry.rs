@@ -76,6 +76,22 @@ pub fn endpoint_id_octets(key: u64) -> ([u8; 36], usize) {
     (octets, len)
 }
 
+/// The key an `endpointIdentifier` given as UTF-16BE octets names, if it is one of ours
+/// (read without building its text).
+pub fn key_of_octets(octets: &[u8]) -> Option<u64> {
+    let mut text = [0u8; 18];
+    if octets.len() > 2 * text.len() || !octets.len().is_multiple_of(2) {
+        return None;
+    }
+    for (character, pair) in text.iter_mut().zip(octets.chunks_exact(2)) {
+        if pair[0] != 0 || !pair[1].is_ascii() {
+            return None;
+        }
+        *character = pair[1];
+    }
+    key_of(std::str::from_utf8(&text[..octets.len() / 2]).ok()?)
+}
+
 /// The key an `endpointIdentifier` text names, if it is one of ours.
 pub fn key_of(endpoint_id: &str) -> Option<u64> {
     let hex = endpoint_id.strip_prefix("EP")?;
@@ -193,8 +209,12 @@ mod tests {
         assert_eq!(key_of("XX0000002A"), None);
         assert_eq!(key_of("EP+000002A"), None);
         assert_eq!(key_of("EP00000000000000000000002A"), None);
+        assert_eq!(key_of_octets(&[0, b'E', 0, b'P', 0, b'2']), None);
+        assert_eq!(key_of_octets(&[0, b'E', 1, b'P']), None);
+        assert_eq!(key_of_octets(&[0; 40]), None);
         for key in [0, 1, 42, 0xFFFF_FFFF, 0x1_0000_0000, u64::MAX] {
             let (octets, len) = endpoint_id_octets(key);
+            assert_eq!(key_of_octets(&octets[..len]), Some(key));
             let utf16: Vec<u8> = endpoint_id_text(key)
                 .encode_utf16()
                 .flat_map(u16::to_be_bytes)

@@ -285,13 +285,16 @@ impl Server {
                 biased;
                 () = &mut shutdown => break,
                 () = any_readable(&readers) => {
+                    watch(&mut gatekeeper, &events);
                     serve_ready(&mut gatekeeper, &readers, &sockets, &mut buffer).await;
                 }
                 () = timer => {
+                    watch(&mut gatekeeper, &events);
                     let out = gatekeeper.handle_timeout(Instant::now());
                     send_all(&sockets, out).await;
                 }
                 Some(query) = queries.recv() => {
+                    watch(&mut gatekeeper, &events);
                     let out = answer(&mut gatekeeper, query);
                     send_all(&sockets, out).await;
                 }
@@ -332,6 +335,12 @@ impl Server {
             "rasgk stopped"
         );
     }
+}
+
+/// Tells the core whether an `/api/events` client is connected right now: events are built
+/// only while someone can see them.
+fn watch(gatekeeper: &mut Gatekeeper, events: &broadcast::Sender<Arc<Event>>) {
+    gatekeeper.set_events_watched(events.receiver_count() > 0);
 }
 
 /// Answers an admin query; changes may have datagrams to send (URQs).
