@@ -15,6 +15,7 @@
 //! ceiling.
 
 mod admin;
+mod batch;
 mod metrics;
 mod reload;
 mod sockets;
@@ -69,13 +70,6 @@ pub enum ServerError {
         source: std::io::Error,
     },
 }
-
-/// Datagrams read from one socket before the state task looks at the next socket (and, once
-/// round all of them, at its timers and admin queries).
-const BATCH: usize = 64;
-
-/// Largest RAS datagram read; a longer one is truncated by the kernel and fails to decode.
-const DATAGRAM_BYTES: usize = 65_536;
 
 /// What the admin port asks the state task (each with where to send the answer).
 pub(crate) enum Query {
@@ -262,7 +256,7 @@ impl Server {
         // Events for `/api/events`; a slow watcher lags and skips, it never holds the core.
         let (events, _) = broadcast::channel::<Arc<Event>>(4096);
         let mut tasks = tokio::task::JoinSet::new();
-        let mut buffer = vec![0u8; DATAGRAM_BYTES];
+        let mut received = batch::Received::default();
         let mut hangups = hangup_signals();
         let token = gatekeeper.config().admin.token.clone();
         tasks.spawn(admin::serve(admin, queries_tx, events.clone(), token));
@@ -286,7 +280,7 @@ impl Server {
                 () = &mut shutdown => break,
                 () = any_readable(&readers) => {
                     watch(&mut gatekeeper, &events);
-                    serve_ready(&mut gatekeeper, &readers, &sockets, &mut buffer).await;
+                    serve_ready(&mut gatekeeper, &readers, &sockets, &mut received).await;
                 }
                 () = timer => {
                     watch(&mut gatekeeper, &events);
@@ -410,26 +404,31 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
     Vec::new()
 }
 
-async fn send_all(sockets: &HashMap<SocketAddr, Arc<UdpSocket>>, out: Vec<Transmit>) {
-    for transmit in out {
-        let Some(socket) = sockets.get(&transmit.local) else {
-            tracing::error!(local = %transmit.local, "no socket for a reply's local address");
+/// Sends datagrams, each from the socket of its local address: runs of the same local
+/// address in one batch ([`batch::send`]), and what that could not send one by one,
+/// waiting for room and logging what fails.
+async fn send_all(sockets: &HashMap<SocketAddr, Arc<UdpSocket>>, mut out: Vec<Transmit>) {
+    for transmit in &mut out {
+        // An IPv4 phone of a dual-stack IPv6 socket is addressed as ::ffff:a.b.c.d.
+        if let (SocketAddr::V6(_), SocketAddr::V4(to)) = (transmit.local, transmit.to) {
+            let mapped = std::net::IpAddr::V6(to.ip().to_ipv6_mapped());
+            transmit.to = SocketAddr::new(mapped, to.port());
+        }
+    }
+    let mut rest = &out[..];
+    while let Some(first) = rest.first() {
+        let run = rest.iter().take_while(|t| t.local == first.local).count();
+        let (group, tail) = rest.split_at(run);
+        rest = tail;
+        let Some(socket) = sockets.get(&first.local) else {
+            tracing::error!(local = %first.local, "no socket for a reply's local address");
             continue;
         };
-        let to = match (transmit.local, transmit.to) {
-            (SocketAddr::V6(_), SocketAddr::V4(to)) => {
-                SocketAddr::new(std::net::IpAddr::V6(to.ip().to_ipv6_mapped()), to.port())
+        let sent = batch::send(socket, group).unwrap_or(0);
+        for transmit in &group[sent..] {
+            if let Err(error) = socket.send_to(&transmit.payload, transmit.to).await {
+                tracing::warn!(to = %transmit.to, %error, "cannot send a RAS reply");
             }
-            _ => transmit.to,
-        };
-        let sent = match socket.try_send_to(&transmit.payload, to) {
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                socket.send_to(&transmit.payload, to).await
-            }
-            other => other,
-        };
-        if let Err(error) = sent {
-            tracing::warn!(to = %transmit.to, %error, "cannot send a RAS reply");
         }
     }
 }
@@ -450,32 +449,41 @@ fn any_readable(readers: &[(SocketAddr, Arc<UdpSocket>)]) -> impl Future<Output 
     })
 }
 
-/// Reads up to [`BATCH`] datagrams from every socket and answers each before reading the
-/// next; a receive error is logged and that socket's batch ends.
+/// Reads the datagrams waiting on every socket (a batch each, see [`batch`]) and answers
+/// each batch with one batch of replies; a receive error is logged and that socket read
+/// once more.
 async fn serve_ready(
     gatekeeper: &mut Gatekeeper,
     readers: &[(SocketAddr, Arc<UdpSocket>)],
     sockets: &HashMap<SocketAddr, Arc<UdpSocket>>,
-    buffer: &mut [u8],
+    received: &mut batch::Received,
 ) {
     for (local, socket) in readers {
-        for _ in 0..BATCH {
-            match socket.try_recv_from(buffer) {
-                Ok((len, from)) => {
-                    // A dual-stack IPv6 socket reports IPv4 phones as ::ffff:a.b.c.d; the core
-                    // (network map, registrations) sees them as the IPv4 addresses they are.
-                    let from = SocketAddr::new(from.ip().to_canonical(), from.port());
-                    let out = gatekeeper.handle(Instant::now(), *local, from, &buffer[..len]);
-                    send_all(sockets, out).await;
+        // ICMP port unreachable from an earlier send shows up as a receive error on Linux:
+        // the phone went away. Nothing to read in it; the datagrams behind it are read next.
+        let mut read = false;
+        for _ in 0..2 {
+            match received.receive(socket) {
+                Ok(_) => {
+                    read = true;
+                    break;
                 }
                 Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(error) => {
-                    // ICMP port unreachable from an earlier send shows up here on Linux: the
-                    // phone went away. Nothing to read in it; go on with the next datagram.
-                    tracing::debug!(%local, %error, "receive error");
-                }
+                Err(error) => tracing::debug!(%local, %error, "receive error"),
             }
         }
+        if !read {
+            continue;
+        }
+        let now = Instant::now();
+        let mut out = Vec::new();
+        for (datagram, from) in received.datagrams() {
+            // A dual-stack IPv6 socket reports IPv4 phones as ::ffff:a.b.c.d; the core
+            // (network map, registrations) sees them as the IPv4 addresses they are.
+            let from = SocketAddr::new(from.ip().to_canonical(), from.port());
+            out.extend(gatekeeper.handle(now, *local, from, datagram));
+        }
+        send_all(sockets, out).await;
     }
 }
 
