@@ -22,29 +22,105 @@ pub const SLOTS: usize = 64;
 /// arrives long enough for the core to count it as oversized.
 const SLOT: usize = MAX_DATAGRAM + 1;
 
-/// Buffers for one batch of received datagrams.
-pub struct Received {
+/// Buffers for batches of datagrams in and out, set up once: the system-call structures
+/// point into the buffers beside them, which live on the heap and never grow, so moving a
+/// `Batch` moves none of them.
+pub struct Batch {
     octets: Vec<u8>,
     /// Length and source of each datagram read.
     datagrams: Vec<(usize, SocketAddr)>,
     #[cfg(target_os = "linux")]
-    names: Vec<libc::sockaddr_storage>,
+    kernel: Kernel,
 }
 
-impl Default for Received {
-    fn default() -> Received {
-        Received {
-            octets: vec![0; SLOTS * SLOT],
+/// What `recvmmsg` and `sendmmsg` read and write: a header, a buffer descriptor and an
+/// address per slot, for each direction.
+#[cfg(target_os = "linux")]
+struct Kernel {
+    in_names: Vec<libc::sockaddr_storage>,
+    in_iovecs: Vec<libc::iovec>,
+    in_headers: Vec<libc::mmsghdr>,
+    out_names: Vec<libc::sockaddr_storage>,
+    out_iovecs: Vec<libc::iovec>,
+    out_headers: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers in the kernel structures point only into the `Batch`'s own heap
+// buffers (and, during a send, into payloads the send borrows); nothing else shares them,
+// so the whole may move to another thread like any owned buffer.
+#[cfg(target_os = "linux")]
+unsafe impl Send for Kernel {}
+
+impl Default for Batch {
+    fn default() -> Batch {
+        let mut octets = vec![0; SLOTS * SLOT];
+        #[cfg(target_os = "linux")]
+        let kernel = Kernel::over(&mut octets);
+        Batch {
+            octets,
             datagrams: Vec::with_capacity(SLOTS),
             #[cfg(target_os = "linux")]
-            // SAFETY: sockaddr_storage is plain data; all zeros is a valid (empty) value.
-            names: vec![unsafe { std::mem::zeroed() }; SLOTS],
+            kernel,
         }
     }
 }
 
-impl Received {
-    /// The datagrams read by the last [`receive`](Received::receive): octets and source.
+#[cfg(target_os = "linux")]
+impl Kernel {
+    fn over(octets: &mut [u8]) -> Kernel {
+        // SAFETY (both): plain C structures; all zeros is a valid value of each.
+        let zero_name: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let zero_header: libc::mmsghdr = unsafe { std::mem::zeroed() };
+        let mut kernel = Kernel {
+            in_names: vec![zero_name; SLOTS],
+            in_iovecs: octets
+                .chunks_exact_mut(SLOT)
+                .map(|slot| libc::iovec {
+                    iov_base: slot.as_mut_ptr().cast(),
+                    iov_len: SLOT,
+                })
+                .collect(),
+            in_headers: vec![zero_header; SLOTS],
+            out_names: vec![zero_name; SLOTS],
+            out_iovecs: vec![
+                libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0,
+                };
+                SLOTS
+            ],
+            out_headers: vec![zero_header; SLOTS],
+        };
+        let Kernel {
+            in_names,
+            in_iovecs,
+            in_headers,
+            out_names,
+            out_iovecs,
+            out_headers,
+        } = &mut kernel;
+        for (header, (iovec, name)) in in_headers
+            .iter_mut()
+            .zip(in_iovecs.iter_mut().zip(in_names))
+        {
+            header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+            header.msg_hdr.msg_iov = iovec;
+            header.msg_hdr.msg_iovlen = 1;
+        }
+        for (header, (iovec, name)) in out_headers
+            .iter_mut()
+            .zip(out_iovecs.iter_mut().zip(out_names))
+        {
+            header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+            header.msg_hdr.msg_iov = iovec;
+            header.msg_hdr.msg_iovlen = 1;
+        }
+        kernel
+    }
+}
+
+impl Batch {
+    /// The datagrams read by the last [`receive`](Batch::receive): octets and source.
     pub fn datagrams(&self) -> impl Iterator<Item = (&[u8], SocketAddr)> + '_ {
         self.datagrams
             .iter()
@@ -58,29 +134,18 @@ impl Received {
     pub fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
         self.datagrams.clear();
-        let mut iovecs: Vec<libc::iovec> = self
-            .octets
-            .chunks_exact_mut(SLOT)
-            .map(|slot| libc::iovec {
-                iov_base: slot.as_mut_ptr().cast(),
-                iov_len: SLOT,
-            })
-            .collect();
-        // SAFETY: mmsghdr is plain data; all zeros is a valid value, filled in below.
-        let mut headers: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; SLOTS];
-        for ((header, iovec), name) in headers.iter_mut().zip(&mut iovecs).zip(&mut self.names) {
-            header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+        let kernel = &mut self.kernel;
+        for header in &mut kernel.in_headers {
+            // The kernel wrote the last call's lengths here.
             header.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
-            header.msg_hdr.msg_iov = iovec;
-            header.msg_hdr.msg_iovlen = 1;
         }
         let count = socket.try_io(Interest::READABLE, || {
-            // SAFETY: every header points at a live iovec over its own slot of `octets` and
-            // at its own sockaddr_storage, all of which outlive the call.
+            // SAFETY: every header points at its own iovec over its own slot of `octets`
+            // and at its own sockaddr_storage, all owned by this `Batch` (see `Kernel::over`).
             let count = unsafe {
                 libc::recvmmsg(
                     socket.as_raw_fd(),
-                    headers.as_mut_ptr(),
+                    kernel.in_headers.as_mut_ptr(),
                     SLOTS as u32,
                     libc::MSG_DONTWAIT,
                     std::ptr::null_mut(),
@@ -92,7 +157,7 @@ impl Received {
                 Ok(count as usize)
             }
         })?;
-        for (header, name) in headers.iter().zip(&self.names).take(count) {
+        for (header, name) in kernel.in_headers.iter().zip(&kernel.in_names).take(count) {
             let from = socket_addr(name).unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
             self.datagrams.push((header.msg_len as usize, from));
         }
@@ -106,6 +171,69 @@ impl Received {
         let (len, from) = socket.try_recv_from(&mut self.octets[..SLOT])?;
         self.datagrams.push((len, from));
         Ok(1)
+    }
+
+    /// Sends `transmits` from `socket`, each to its `to` (already in the socket's family):
+    /// how many went before the socket would block (all of them, usually). An error other
+    /// than `WouldBlock` is returned with nothing more sent; the caller sends the rest one
+    /// by one.
+    #[cfg(target_os = "linux")]
+    pub fn send(&mut self, socket: &UdpSocket, transmits: &[Transmit]) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let kernel = &mut self.kernel;
+        let mut sent = 0;
+        while sent < transmits.len() {
+            let chunk = &transmits[sent..(sent + SLOTS).min(transmits.len())];
+            for (i, transmit) in chunk.iter().enumerate() {
+                kernel.out_iovecs[i] = libc::iovec {
+                    iov_base: transmit.payload.as_ptr() as *mut libc::c_void,
+                    iov_len: transmit.payload.len(),
+                };
+                kernel.out_headers[i].msg_hdr.msg_namelen =
+                    write_socket_addr(transmit.to, &mut kernel.out_names[i]);
+            }
+            let result = socket.try_io(Interest::WRITABLE, || {
+                // SAFETY: the first `chunk.len()` headers point at their own iovecs, now
+                // over payloads `transmits` borrows for this call (sendmmsg only reads
+                // them), and at their own addresses, all alive until it returns.
+                let count = unsafe {
+                    libc::sendmmsg(
+                        socket.as_raw_fd(),
+                        kernel.out_headers.as_mut_ptr(),
+                        chunk.len() as u32,
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                if count < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(count as usize)
+                }
+            });
+            match result {
+                Ok(0) => break,
+                Ok(count) => sent += count,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                Err(error) if sent == 0 => return Err(error),
+                Err(_) => break,
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Sends `transmits` from `socket` one by one; how many went before it would block.
+    #[cfg(not(target_os = "linux"))]
+    pub fn send(&mut self, socket: &UdpSocket, transmits: &[Transmit]) -> io::Result<usize> {
+        let mut sent = 0;
+        for transmit in transmits {
+            match socket.try_send_to(&transmit.payload, transmit.to) {
+                Ok(_) => sent += 1,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                Err(error) if sent == 0 => return Err(error),
+                Err(_) => break,
+            }
+        }
+        Ok(sent)
     }
 }
 
@@ -137,74 +265,21 @@ fn socket_addr(name: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
-/// Sends `transmits` from `socket`, each to its `to` (already in the socket's family): how
-/// many went before the socket would block (all of them, usually). An error other than
-/// `WouldBlock` is returned with nothing more sent; the caller sends the rest one by one.
+/// Writes `address` into `name` as the kernel reads it; its length.
 #[cfg(target_os = "linux")]
-pub fn send(socket: &UdpSocket, transmits: &[Transmit]) -> io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    let names: Vec<socket2::SockAddr> = transmits
-        .iter()
-        .map(|t| socket2::SockAddr::from(t.to))
-        .collect();
-    let mut iovecs: Vec<libc::iovec> = transmits
-        .iter()
-        .map(|t| libc::iovec {
-            iov_base: t.payload.as_ptr() as *mut libc::c_void,
-            iov_len: t.payload.len(),
-        })
-        .collect();
-    // SAFETY: mmsghdr is plain data; all zeros is a valid value, filled in below.
-    let mut headers: Vec<libc::mmsghdr> = vec![unsafe { std::mem::zeroed() }; transmits.len()];
-    for ((header, iovec), name) in headers.iter_mut().zip(&mut iovecs).zip(&names) {
-        header.msg_hdr.msg_name = name.as_ptr() as *mut libc::c_void;
-        header.msg_hdr.msg_namelen = name.len();
-        header.msg_hdr.msg_iov = iovec;
-        header.msg_hdr.msg_iovlen = 1;
+fn write_socket_addr(address: SocketAddr, name: &mut libc::sockaddr_storage) -> libc::socklen_t {
+    let socket2 = socket2::SockAddr::from(address);
+    let len = socket2.len();
+    // SAFETY: a SockAddr holds a sockaddr_storage-sized buffer of which `len` octets are
+    // the address; `name` is a whole sockaddr_storage.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            socket2.as_ptr().cast::<u8>(),
+            (name as *mut libc::sockaddr_storage).cast::<u8>(),
+            len as usize,
+        );
     }
-    let mut sent = 0;
-    while sent < headers.len() {
-        let result = socket.try_io(Interest::WRITABLE, || {
-            // SAFETY: every header points at a live iovec over its payload (read only, as
-            // sendmmsg reads it) and at its own address, all of which outlive the call.
-            let count = unsafe {
-                libc::sendmmsg(
-                    socket.as_raw_fd(),
-                    headers[sent..].as_mut_ptr(),
-                    (headers.len() - sent) as u32,
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if count < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(count as usize)
-            }
-        });
-        match result {
-            Ok(0) => break,
-            Ok(count) => sent += count,
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
-            Err(error) if sent == 0 => return Err(error),
-            Err(_) => break,
-        }
-    }
-    Ok(sent)
-}
-
-/// Sends `transmits` from `socket` one by one; how many went before it would block.
-#[cfg(not(target_os = "linux"))]
-pub fn send(socket: &UdpSocket, transmits: &[Transmit]) -> io::Result<usize> {
-    let mut sent = 0;
-    for transmit in transmits {
-        match socket.try_send_to(&transmit.payload, transmit.to) {
-            Ok(_) => sent += 1,
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
-            Err(error) if sent == 0 => return Err(error),
-            Err(_) => break,
-        }
-    }
-    Ok(sent)
+    len
 }
 
 #[cfg(test)]
@@ -229,13 +304,13 @@ mod tests {
             .send_to(&vec![9; MAX_DATAGRAM + 100], local)
             .await
             .unwrap();
-        let mut received = Received::default();
+        let mut batch = Batch::default();
         let mut seen = Vec::new();
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
         while seen.len() < 6 && tokio::time::Instant::now() < deadline {
             server.readable().await.unwrap();
-            match received.receive(&server) {
-                Ok(_) => seen.extend(received.datagrams().map(|(d, from)| (d.to_vec(), from))),
+            match batch.receive(&server) {
+                Ok(_) => seen.extend(batch.datagrams().map(|(d, from)| (d.to_vec(), from))),
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
                 Err(error) => panic!("{error}"),
             }
@@ -268,7 +343,7 @@ mod tests {
                 payload: Bytes::from(vec![100 + i as u8; 1 + i]),
             })
             .collect();
-        assert_eq!(send(&server, &transmits).unwrap(), 5);
+        assert_eq!(batch.send(&server, &transmits).unwrap(), 5);
         for (i, phone) in phones.iter().enumerate() {
             let mut buffer = [0u8; 16];
             let (len, from) = tokio::time::timeout(

@@ -244,7 +244,8 @@ impl Server {
         } = self;
         let mut sockets = sockets;
         let mut readers = readers;
-        send_all(&sockets, pending).await;
+        let mut batch = batch::Batch::default();
+        send_all(&sockets, &mut batch, pending).await;
         let mut persister = state_file.map(state_file::Persister::new);
         let mut state_tick = tokio::time::interval(
             persister
@@ -256,7 +257,6 @@ impl Server {
         // Events for `/api/events`; a slow watcher lags and skips, it never holds the core.
         let (events, _) = broadcast::channel::<Arc<Event>>(4096);
         let mut tasks = tokio::task::JoinSet::new();
-        let mut received = batch::Received::default();
         let mut hangups = hangup_signals();
         let token = gatekeeper.config().admin.token.clone();
         tasks.spawn(admin::serve(admin, queries_tx, events.clone(), token));
@@ -280,17 +280,17 @@ impl Server {
                 () = &mut shutdown => break,
                 () = any_readable(&readers) => {
                     watch(&mut gatekeeper, &events);
-                    serve_ready(&mut gatekeeper, &readers, &sockets, &mut received).await;
+                    serve_ready(&mut gatekeeper, &readers, &sockets, &mut batch).await;
                 }
                 () = timer => {
                     watch(&mut gatekeeper, &events);
                     let out = gatekeeper.handle_timeout(Instant::now());
-                    send_all(&sockets, out).await;
+                    send_all(&sockets, &mut batch, out).await;
                 }
                 Some(query) = queries.recv() => {
                     watch(&mut gatekeeper, &events);
                     let out = answer(&mut gatekeeper, query);
-                    send_all(&sockets, out).await;
+                    send_all(&sockets, &mut batch, out).await;
                 }
                 Some(()) = hangups.recv() => match &config_path {
                     Some(path) => {
@@ -407,7 +407,11 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
 /// Sends datagrams, each from the socket of its local address: runs of the same local
 /// address in one batch ([`batch::send`]), and what that could not send one by one,
 /// waiting for room and logging what fails.
-async fn send_all(sockets: &HashMap<SocketAddr, Arc<UdpSocket>>, mut out: Vec<Transmit>) {
+async fn send_all(
+    sockets: &HashMap<SocketAddr, Arc<UdpSocket>>,
+    batch: &mut batch::Batch,
+    mut out: Vec<Transmit>,
+) {
     for transmit in &mut out {
         // An IPv4 phone of a dual-stack IPv6 socket is addressed as ::ffff:a.b.c.d.
         if let (SocketAddr::V6(_), SocketAddr::V4(to)) = (transmit.local, transmit.to) {
@@ -424,7 +428,7 @@ async fn send_all(sockets: &HashMap<SocketAddr, Arc<UdpSocket>>, mut out: Vec<Tr
             tracing::error!(local = %first.local, "no socket for a reply's local address");
             continue;
         };
-        let sent = batch::send(socket, group).unwrap_or(0);
+        let sent = batch.send(socket, group).unwrap_or(0);
         for transmit in &group[sent..] {
             if let Err(error) = socket.send_to(&transmit.payload, transmit.to).await {
                 tracing::warn!(to = %transmit.to, %error, "cannot send a RAS reply");
@@ -456,14 +460,14 @@ async fn serve_ready(
     gatekeeper: &mut Gatekeeper,
     readers: &[(SocketAddr, Arc<UdpSocket>)],
     sockets: &HashMap<SocketAddr, Arc<UdpSocket>>,
-    received: &mut batch::Received,
+    batch: &mut batch::Batch,
 ) {
     for (local, socket) in readers {
         // ICMP port unreachable from an earlier send shows up as a receive error on Linux:
         // the phone went away. Nothing to read in it; the datagrams behind it are read next.
         let mut read = false;
         for _ in 0..2 {
-            match received.receive(socket) {
+            match batch.receive(socket) {
                 Ok(_) => {
                     read = true;
                     break;
@@ -477,13 +481,13 @@ async fn serve_ready(
         }
         let now = Instant::now();
         let mut out = Vec::new();
-        for (datagram, from) in received.datagrams() {
+        for (datagram, from) in batch.datagrams() {
             // A dual-stack IPv6 socket reports IPv4 phones as ::ffff:a.b.c.d; the core
             // (network map, registrations) sees them as the IPv4 addresses they are.
             let from = SocketAddr::new(from.ip().to_canonical(), from.port());
             out.extend(gatekeeper.handle(now, *local, from, datagram));
         }
-        send_all(sockets, out).await;
+        send_all(sockets, batch, out).await;
     }
 }
 

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use tokio::net::UdpSocket;
 
+use super::batch::Batch;
 use super::{send_all, sockets};
 use crate::config::{self, Config};
 use crate::gatekeeper::Gatekeeper;
@@ -89,7 +90,7 @@ pub(super) async fn reload(path: &Path, gatekeeper: &mut Gatekeeper, server: Soc
         server.sockets.insert(address, socket.clone());
         server.readers.push((address, socket));
     }
-    send_all(server.sockets, reloaded.transmits).await;
+    send_all(server.sockets, &mut Batch::default(), reloaded.transmits).await;
     let unused: Vec<SocketAddr> = server
         .sockets
         .keys()
