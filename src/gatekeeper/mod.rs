@@ -679,7 +679,7 @@ impl Gatekeeper {
         }
         self.tts_pending.remove(&key);
         self.events.push(Event::Unregistered {
-            endpoint_id: registration.endpoint_id.text(),
+            endpoint_id: registry::endpoint_id_text(key),
             reason,
             clan: registration.socket.map(|clan| self.clan_name(clan)),
         });
@@ -747,7 +747,7 @@ impl Gatekeeper {
                 let tiers = self.topology.tiers(registration.region).into_owned();
                 let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
                 let reason = reply::UrqReason::ReregistrationRequired;
-                out.extend(self.send_urq(now, &registration, reason, &agl));
+                out.extend(self.send_urq(now, (key, &registration), reason, &agl));
             }
         }
         out
@@ -758,21 +758,21 @@ impl Gatekeeper {
     fn send_urq(
         &mut self,
         now: Instant,
-        registration: &registry::Registration,
+        removed: (u64, &registry::Registration),
         reason: reply::UrqReason,
         agl: &[ClanIdx],
     ) -> Option<Transmit> {
-        let local = self.config.clans[registration.registered_via].address;
-        self.urq_from(now, local, registration, reason, agl, true)
+        let local = self.config.clans[removed.1.registered_via].address;
+        self.urq_from(now, local, removed, reason, agl, true)
     }
 
-    /// A gatekeeper-sent URQ from `local` to an endpoint already removed, carrying `agl`;
-    /// with `retry` it is kept for sending again until a UCF comes.
+    /// A gatekeeper-sent URQ from `local` to an endpoint already removed (its key and what
+    /// it held), carrying `agl`; with `retry` it is kept for sending again until a UCF comes.
     fn urq_from(
         &mut self,
         now: Instant,
         local: SocketAddr,
-        registration: &registry::Registration,
+        (key, registration): (u64, &registry::Registration),
         reason: reply::UrqReason,
         agl: &[ClanIdx],
         retry: bool,
@@ -783,7 +783,7 @@ impl Gatekeeper {
             request_seq_num: seq,
             call_signal_address: &registration.call_signal_address,
             aliases: &registration.aliases,
-            endpoint_id: Some(&registration.endpoint_id),
+            endpoint_id: Some(&registry::endpoint_id(key)),
             gatekeeper_id: Some(&self.gatekeeper_id),
             reason: Some(reason),
             agl: &entries,
@@ -818,7 +818,12 @@ impl Gatekeeper {
             .unregister(key, Ending::Admin)
             .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
         Ok(self
-            .send_urq(now, &registration, reply::UrqReason::Maintenance, &[])
+            .send_urq(
+                now,
+                (key, &registration),
+                reply::UrqReason::Maintenance,
+                &[],
+            )
             .into_iter()
             .collect())
     }

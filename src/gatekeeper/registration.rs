@@ -99,7 +99,7 @@ impl Gatekeeper {
         Some(reply::registration_confirm(&reply::Rcf {
             request_seq_num: seq,
             gatekeeper_id: &self.gatekeeper_id,
-            endpoint_id: &registration.endpoint_id,
+            endpoint_id: &registry::endpoint_id(key),
             call_signal_address: &registration.call_signal_address,
             aliases: &registration.aliases,
             time_to_live_s: Some(registration.ttl_s),
@@ -127,7 +127,7 @@ impl Gatekeeper {
             let aliases = self
                 .registry
                 .get(key)
-                .map(|r| r.aliases.clone())
+                .map(|r| r.aliases.to_vec())
                 .unwrap_or_default();
             if !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref()) {
                 return self.reject_rrq(seq, RrjReason::SecurityDenial, None);
@@ -243,17 +243,14 @@ impl Gatekeeper {
         let tiers = self.topology.tiers(region).into_owned();
         let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
         let agl = self.agls.intern(&agl);
-        let endpoint_id = EndpointId::new(&registry::endpoint_id_text(key))
-            .expect("EP + hex digits is a valid endpointIdentifier");
         let ttl_s = self.granted_ttl(rrq);
         self.registry.insert(
             key,
             Registration {
-                endpoint_id,
-                aliases,
+                aliases: aliases.into_boxed_slice(),
                 source: from,
                 ras_address,
-                call_signal_address,
+                call_signal_address: call_signal_address.into(),
                 gateway: rrq.terminal_type.gateway.is_some(),
                 region,
                 tts,
@@ -271,7 +268,7 @@ impl Gatekeeper {
         self.stats.registrations += 1;
         if let Some(registration) = self.registry.get(key) {
             let event = Event::Registered {
-                endpoint_id: registration.endpoint_id.text(),
+                endpoint_id: registry::endpoint_id_text(key),
                 aliases: registration
                     .aliases
                     .iter()

@@ -1,10 +1,15 @@
 //! The registered endpoints, found by key, by RAS source address and by alias.
 //!
 //! An endpoint's key is a counter; its `endpointIdentifier` is the key written in hex
-//! (`EP0000002A`), so a lightweight RRQ or URQ finds its registration without a text index.
+//! (`EP0000002A`), so a lightweight RRQ or URQ finds its registration without a text index,
+//! and a registration does not store its identifier: it is written from the key when a
+//! message or a view needs it ([`endpoint_id`]). A registration is kept small, since a
+//! gatekeeper holds 100,000 of them: its aliases in a boxed slice, its call signalling
+//! address inline when it has only one ([`CallSignalAddresses`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::time::Instant;
 
 use super::agls::Agl;
@@ -16,16 +21,14 @@ use crate::ras::Alias;
 /// One registered endpoint.
 #[derive(Debug, Clone)]
 pub struct Registration {
-    /// Its `endpointIdentifier`.
-    pub endpoint_id: EndpointId,
     /// `terminalAlias`.
-    pub aliases: Vec<Alias>,
+    pub aliases: Box<[Alias]>,
     /// Where its RAS datagrams come from (replies go here).
     pub source: SocketAddr,
     /// `rasAddress` of its RRQ (or the source when it gave none).
     pub ras_address: SocketAddr,
     /// `callSignalAddress` of its RRQ.
-    pub call_signal_address: Vec<SocketAddr>,
+    pub call_signal_address: CallSignalAddresses,
     /// `terminalType` has `gateway`.
     pub gateway: bool,
     /// Home region.
@@ -44,6 +47,35 @@ pub struct Registration {
     pub expires: Instant,
 }
 
+/// The `callSignalAddress` list of a registration: nearly always one address, held inline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallSignalAddresses {
+    /// The one address.
+    One(SocketAddr),
+    /// None, or more than one.
+    Many(Box<[SocketAddr]>),
+}
+
+impl From<Vec<SocketAddr>> for CallSignalAddresses {
+    fn from(addresses: Vec<SocketAddr>) -> Self {
+        match addresses[..] {
+            [one] => CallSignalAddresses::One(one),
+            _ => CallSignalAddresses::Many(addresses.into_boxed_slice()),
+        }
+    }
+}
+
+impl Deref for CallSignalAddresses {
+    type Target = [SocketAddr];
+
+    fn deref(&self) -> &[SocketAddr] {
+        match self {
+            CallSignalAddresses::One(one) => std::slice::from_ref(one),
+            CallSignalAddresses::Many(many) => many,
+        }
+    }
+}
+
 /// All registrations.
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -56,6 +88,11 @@ pub struct Registry {
 /// The `endpointIdentifier` text of a key.
 pub fn endpoint_id_text(key: u64) -> String {
     format!("EP{key:08X}")
+}
+
+/// The `endpointIdentifier` of a key.
+pub fn endpoint_id(key: u64) -> EndpointId {
+    EndpointId::new(&endpoint_id_text(key)).expect("EP + hex digits is a valid endpointIdentifier")
 }
 
 /// The key an `endpointIdentifier` text names, if it is one of ours.
@@ -175,5 +212,17 @@ mod tests {
         assert_eq!(key_of("XX0000002A"), None);
         assert_eq!(key_of("EP+000002A"), None);
         assert_eq!(key_of("EP00000000000000000000002A"), None);
+        assert_eq!(endpoint_id(42).text(), "EP0000002A");
+    }
+
+    #[test]
+    fn one_call_signal_address_is_held_inline() {
+        let one: SocketAddr = "127.0.0.1:1720".parse().unwrap();
+        let two: SocketAddr = "127.0.0.2:1720".parse().unwrap();
+        let single = CallSignalAddresses::from(vec![one]);
+        assert_eq!(single, CallSignalAddresses::One(one));
+        assert_eq!(&single[..], &[one]);
+        assert_eq!(&CallSignalAddresses::from(vec![one, two])[..], &[one, two]);
+        assert!(CallSignalAddresses::from(Vec::new()).is_empty());
     }
 }
