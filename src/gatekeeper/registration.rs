@@ -86,10 +86,9 @@ impl Gatekeeper {
     fn refresh(&mut self, now: Instant, key: u64, ttl_s: u32) {
         let expires = now + Duration::from_secs(u64::from(ttl_s));
         if let Some(registration) = self.registry.get_mut(key) {
-            let before = std::mem::replace(&mut registration.expires, expires);
+            registration.expires = expires;
             registration.ttl_s = ttl_s;
-            self.disarm(before, Timer::Registration(key));
-            self.arm(expires, Timer::Registration(key));
+            self.arm_expiry(expires, key);
         }
     }
 

@@ -299,13 +299,16 @@ impl Registry {
 
     /// All registrations with their keys, in key order (oldest first).
     pub fn iter(&self) -> impl Iterator<Item = (u64, &Registration)> {
-        let mut held: Vec<(u64, &Registration)> = self
-            .slots
-            .iter()
-            .filter_map(|slot| Some((slot.key, slot.registration.as_ref()?)))
-            .collect();
+        let mut held: Vec<(u64, &Registration)> = self.iter_any_order().collect();
         held.sort_unstable_by_key(|&(key, _)| key);
         held.into_iter()
+    }
+
+    /// All registrations with their keys, in no particular order.
+    pub fn iter_any_order(&self) -> impl Iterator<Item = (u64, &Registration)> {
+        self.slots
+            .iter()
+            .filter_map(|slot| Some((slot.key, slot.registration.as_ref()?)))
     }
 
     /// Keys of the registrations whose socket is on a C-LAN, oldest first.

@@ -327,7 +327,7 @@ impl Gatekeeper {
                 expires,
             },
         );
-        self.arm(expires, Timer::Registration(saved.key));
+        self.arm_expiry(expires, saved.key);
         Ok(())
     }
 }
