@@ -11,7 +11,8 @@
 //! the same outputs: a pcap replays identically, and a TTL of hours passes in a test in
 //! microseconds. The tokio server in [`crate::server`] only moves datagrams.
 //!
-//! What it keeps: per C-LAN loads ([`load`]), registrations ([`registry`]), GCF reservations
+//! What it keeps: per C-LAN loads ([`load`]), registrations ([`registry`]) and when they
+//! expire (a heap of their deadlines, apart from the other timers), GCF reservations
 //! (one per RAS source, at most `[limits] max_reservations`), the retransmission cache
 //! ([`retransmit`]), gatekeeper-sent URQs waiting for their UCF, TTS phones waiting for a
 //! socket, outbound trunk calls in progress ([`crate::calls`]) and the per-source rate limit
@@ -28,6 +29,7 @@ mod arena;
 mod calls_view;
 mod discovery;
 pub mod events;
+mod expiries;
 pub mod load;
 pub mod policy;
 pub mod rate_limit;
@@ -56,6 +58,7 @@ use crate::ras::{self, MessageKind, RasMessage};
 use agls::Agls;
 use arena::Arena;
 use events::{Ending, Event, EventQueue};
+use expiries::Expiries;
 use load::{ClanLoad, Loads};
 use rate_limit::RateLimit;
 use registry::Registry;
@@ -194,7 +197,6 @@ struct PendingUrq {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
-    Registration(u64),
     Reservation(SocketAddr),
     Urq(SocketAddr, u16),
 }
@@ -218,9 +220,12 @@ pub struct Gatekeeper {
     pending_urqs: HashMap<(SocketAddr, u16), PendingUrq>,
     tts_pending: BTreeSet<u64>,
     tts_retry_at: Option<Instant>,
-    /// Every deadline, exactly one per reservation, registration and pending URQ: moving a
-    /// deadline replaces its entry, so the set never outgrows the state it times.
+    /// The deadlines of reservations and pending URQs, exactly one each: moving a deadline
+    /// replaces its entry, so the set never outgrows the state it times.
     timers: BTreeSet<(Instant, Timer)>,
+    /// When registrations expire (a registration's deadline is its `expires`; this finds
+    /// the soonest).
+    expiries: Expiries,
     next_seq: u16,
     rng: ChaCha8Rng,
     /// Outbound trunk calls in progress (domain.md §6), with their own generator.
@@ -278,6 +283,7 @@ impl Gatekeeper {
             tts_pending: BTreeSet::new(),
             tts_retry_at: None,
             timers: BTreeSet::new(),
+            expiries: Expiries::default(),
             next_seq: 0,
             rng,
             calls,
@@ -653,6 +659,32 @@ impl Gatekeeper {
         self.timers.remove(&(at, timer));
     }
 
+    /// Notes a registration's new `expires` (already stored in the registry).
+    fn arm_expiry(&mut self, at: Instant, key: u64) {
+        self.expiries.push(at, key);
+        if self.expiries.wants_rebuild(self.registry.len()) {
+            let deadlines = self
+                .registry
+                .iter_any_order()
+                .map(|(key, r)| (r.expires, key));
+            self.expiries.rebuild(deadlines);
+        }
+        self.settle_expiries();
+    }
+
+    /// Drops the expiries no registration holds any more from the top, so that the next one
+    /// is real.
+    fn settle_expiries(&mut self) {
+        let registry = &self.registry;
+        self.expiries
+            .settle(|at, key| registry.get(key).is_some_and(|r| r.expires == at));
+    }
+
+    /// Deadlines held: one per registration, reservation and unanswered URQ.
+    fn deadlines(&self) -> usize {
+        self.timers.len() + self.registry.len()
+    }
+
     /// How much state the core holds now.
     pub fn counts(&self) -> Counts {
         Counts {
@@ -660,7 +692,7 @@ impl Gatekeeper {
             reservations: self.reservations.len(),
             tts_pending: self.tts_pending.len(),
             pending_urqs: self.pending_urqs.len(),
-            timers: self.timers.len(),
+            timers: self.deadlines(),
             cached_replies: self.retransmits.len(),
             rate_limit_sources: self.rate_limit.sources(),
             rate_limit_sources_forgotten: self.rate_limit.forgotten,
@@ -671,16 +703,21 @@ impl Gatekeeper {
 
     /// Deadlines held (one per reservation, registration and unanswered URQ).
     pub fn timer_count(&self) -> usize {
-        self.timers.len()
+        self.deadlines()
     }
 
     /// When [`handle_timeout`](Gatekeeper::handle_timeout) should run next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let timers = self.timers.first().map(|&(at, _)| at);
-        [timers, self.retransmits.next_expiry(), self.tts_retry_at]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            timers,
+            self.expiries.next(),
+            self.retransmits.next_expiry(),
+            self.tts_retry_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Expires what is due at `now`: reservations, registrations, cached replies; sends URQs
@@ -688,10 +725,28 @@ impl Gatekeeper {
     pub fn handle_timeout(&mut self, now: Instant) -> Vec<Transmit> {
         let mut out = Vec::new();
         self.retransmits.expire(now);
-        while let Some(&(at, timer)) = self.timers.first() {
-            if at > now {
-                break;
+        loop {
+            // The soonest due deadline of either kind; a registration's first when both fall
+            // on one instant.
+            let timer = self.timers.first().copied().filter(|&(at, _)| at <= now);
+            if self
+                .expiries
+                .next()
+                .is_some_and(|at| at <= now && timer.is_none_or(|(other, _)| at <= other))
+            {
+                if let Some((at, key)) = self.expiries.pop_due(now) {
+                    if self.registry.get(key).is_some_and(|r| r.expires == at) {
+                        tracing::debug!(endpoint = %registry::endpoint_id_text(key), "TTL expired");
+                        self.unregister(key, Ending::Ttl);
+                        self.stats.registrations_expired += 1;
+                    }
+                    self.settle_expiries();
+                }
+                continue;
             }
+            let Some((at, timer)) = timer else {
+                break;
+            };
             self.timers.pop_first();
             match timer {
                 Timer::Reservation(source) => {
@@ -701,13 +756,6 @@ impl Gatekeeper {
                             self.loads.release(r.clan);
                             self.stats.reservations_expired += 1;
                         }
-                    }
-                }
-                Timer::Registration(key) => {
-                    if self.registry.get(key).is_some_and(|r| r.expires == at) {
-                        tracing::debug!(endpoint = %registry::endpoint_id_text(key), "TTL expired");
-                        self.unregister(key, Ending::Ttl);
-                        self.stats.registrations_expired += 1;
                     }
                 }
                 Timer::Urq(to, seq) => {
@@ -739,14 +787,14 @@ impl Gatekeeper {
     fn unregister(&mut self, key: u64, reason: Ending) -> Option<registry::Registration> {
         let registration = self.registry.remove(key)?;
         self.calls.end_all_of(key);
-        self.disarm(registration.expires, Timer::Registration(key));
+        self.settle_expiries();
         if let Some(clan) = registration.socket {
             self.loads.remove_socket(clan);
         }
         self.tts_pending.remove(&key);
         if self.events.watched() {
             self.events.push(Event::Unregistered {
-                endpoint_id: registration.endpoint_id.text(),
+                endpoint_id: registry::endpoint_id_text(key),
                 reason,
                 clan: registration.socket.map(|clan| self.clan_name(clan)),
             });
@@ -815,7 +863,7 @@ impl Gatekeeper {
                 let tiers = self.topology.tiers(registration.region).into_owned();
                 let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
                 let reason = reply::UrqReason::ReregistrationRequired;
-                out.extend(self.send_urq(now, &registration, reason, &agl));
+                out.extend(self.send_urq(now, (key, &registration), reason, &agl));
             }
         }
         out
@@ -826,21 +874,21 @@ impl Gatekeeper {
     fn send_urq(
         &mut self,
         now: Instant,
-        registration: &registry::Registration,
+        removed: (u64, &registry::Registration),
         reason: reply::UrqReason,
         agl: &[ClanIdx],
     ) -> Option<Transmit> {
-        let local = self.config.clans[registration.registered_via].address;
-        self.urq_from(now, local, registration, reason, agl, true)
+        let local = self.config.clans[removed.1.registered_via].address;
+        self.urq_from(now, local, removed, reason, agl, true)
     }
 
-    /// A gatekeeper-sent URQ from `local` to an endpoint already removed, carrying `agl`;
-    /// with `retry` it is kept for sending again until a UCF comes.
+    /// A gatekeeper-sent URQ from `local` to an endpoint already removed (its key and what
+    /// it held), carrying `agl`; with `retry` it is kept for sending again until a UCF comes.
     fn urq_from(
         &mut self,
         now: Instant,
         local: SocketAddr,
-        registration: &registry::Registration,
+        (key, registration): (u64, &registry::Registration),
         reason: reply::UrqReason,
         agl: &[ClanIdx],
         retry: bool,
@@ -851,7 +899,7 @@ impl Gatekeeper {
             request_seq_num: seq,
             call_signal_address: &registration.call_signal_address,
             aliases: &registration.aliases,
-            endpoint_id: Some(&registration.endpoint_id),
+            endpoint_id: Some(&registry::endpoint_id(key)),
             gatekeeper_id: Some(&self.gatekeeper_id),
             reason: Some(reason),
             agl: &entries,
@@ -886,7 +934,12 @@ impl Gatekeeper {
             .unregister(key, Ending::Admin)
             .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
         Ok(self
-            .send_urq(now, &registration, reply::UrqReason::Maintenance, &[])
+            .send_urq(
+                now,
+                (key, &registration),
+                reply::UrqReason::Maintenance,
+                &[],
+            )
             .into_iter()
             .collect())
     }

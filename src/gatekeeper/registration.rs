@@ -14,7 +14,7 @@ use crate::ras::asn::{
     RegistrationRequest, UnregistrationRequest,
 };
 use crate::ras::hot_reply::{self, RcfParts};
-use crate::ras::reply::{self, AltGkInfo, ArjReason, EndpointId, RrjReason, UrjReason};
+use crate::ras::reply::{self, AltGkInfo, ArjReason, RrjReason, UrjReason};
 use crate::ras::{socket_addr, Alias, MessageKind, RasMessage};
 
 /// The text of an alias that `[[tts]]` patterns are matched against.
@@ -87,10 +87,9 @@ impl Gatekeeper {
     fn refresh(&mut self, now: Instant, key: u64, ttl_s: u32) {
         let expires = now + Duration::from_secs(u64::from(ttl_s));
         if let Some(registration) = self.registry.get_mut(key) {
-            let before = std::mem::replace(&mut registration.expires, expires);
+            registration.expires = expires;
             registration.ttl_s = ttl_s;
-            self.disarm(before, Timer::Registration(key));
-            self.arm(expires, Timer::Registration(key));
+            self.arm_expiry(expires, key);
         }
     }
 
@@ -135,7 +134,7 @@ impl Gatekeeper {
             reply::registration_confirm(&reply::Rcf {
                 request_seq_num: seq,
                 gatekeeper_id: &self.gatekeeper_id,
-                endpoint_id: &registration.endpoint_id,
+                endpoint_id: &registry::endpoint_id(key),
                 call_signal_address: &registration.call_signal_address,
                 aliases: &registration.aliases,
                 time_to_live_s: Some(registration.ttl_s),
@@ -162,7 +161,7 @@ impl Gatekeeper {
             let aliases = self
                 .registry
                 .get(key)
-                .map(|r| r.aliases.clone())
+                .map(|r| r.aliases.to_vec())
                 .unwrap_or_default();
             if !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref()) {
                 return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
@@ -288,17 +287,14 @@ impl Gatekeeper {
         let tiers = self.topology.tiers(region).into_owned();
         let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
         let agl = self.agls.intern(&agl);
-        let endpoint_id = EndpointId::new(&registry::endpoint_id_text(key))
-            .expect("EP + hex digits is a valid endpointIdentifier");
         let ttl_s = self.granted_ttl(rrq);
         self.registry.insert(
             key,
             Registration {
-                endpoint_id,
-                aliases,
+                aliases: aliases.into_boxed_slice(),
                 source: from,
                 ras_address,
-                call_signal_address,
+                call_signal_address: call_signal_address.into(),
                 gateway: rrq.terminal_type.gateway.is_some(),
                 region,
                 tts,
@@ -317,7 +313,7 @@ impl Gatekeeper {
         let watched = self.events.watched();
         if let Some(registration) = self.registry.get(key).filter(|_| watched) {
             let event = Event::Registered {
-                endpoint_id: registration.endpoint_id.text(),
+                endpoint_id: registry::endpoint_id_text(key),
                 aliases: registration
                     .aliases
                     .iter()

@@ -1,11 +1,20 @@
 //! The registered endpoints, found by key, by RAS source address and by alias.
 //!
 //! An endpoint's key is a counter; its `endpointIdentifier` is the key written in hex
-//! (`EP0000002A`), so a lightweight RRQ or URQ finds its registration without a text index.
+//! (`EP0000002A`), so a lightweight RRQ or URQ finds its registration without a text index,
+//! and a registration does not store its identifier: it is written from the key when a
+//! message or a view needs it ([`endpoint_id`]). A registration is kept small, since a
+//! gatekeeper holds 100,000 of them: its aliases in a boxed slice, its call signalling
+//! address inline when it has only one ([`CallSignalAddresses`]).
 
-use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash};
+
+use foldhash::fast::RandomState;
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::time::Instant;
+
+use hashbrown::HashTable;
 
 use super::agls::Agl;
 use super::topology::ClanIdx;
@@ -16,16 +25,14 @@ use crate::ras::Alias;
 /// One registered endpoint.
 #[derive(Debug, Clone)]
 pub struct Registration {
-    /// Its `endpointIdentifier`.
-    pub endpoint_id: EndpointId,
     /// `terminalAlias`.
-    pub aliases: Vec<Alias>,
+    pub aliases: Box<[Alias]>,
     /// Where its RAS datagrams come from (replies go here).
     pub source: SocketAddr,
     /// `rasAddress` of its RRQ (or the source when it gave none).
     pub ras_address: SocketAddr,
     /// `callSignalAddress` of its RRQ.
-    pub call_signal_address: Vec<SocketAddr>,
+    pub call_signal_address: CallSignalAddresses,
     /// `terminalType` has `gateway`.
     pub gateway: bool,
     /// Home region.
@@ -44,18 +51,94 @@ pub struct Registration {
     pub expires: Instant,
 }
 
-/// All registrations.
+/// The `callSignalAddress` list of a registration: nearly always one address, held inline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallSignalAddresses {
+    /// The one address.
+    One(SocketAddr),
+    /// None, or more than one.
+    Many(Box<[SocketAddr]>),
+}
+
+impl From<Vec<SocketAddr>> for CallSignalAddresses {
+    fn from(addresses: Vec<SocketAddr>) -> Self {
+        match addresses[..] {
+            [one] => CallSignalAddresses::One(one),
+            _ => CallSignalAddresses::Many(addresses.into_boxed_slice()),
+        }
+    }
+}
+
+impl Deref for CallSignalAddresses {
+    type Target = [SocketAddr];
+
+    fn deref(&self) -> &[SocketAddr] {
+        match self {
+            CallSignalAddresses::One(one) => std::slice::from_ref(one),
+            CallSignalAddresses::Many(many) => many,
+        }
+    }
+}
+
+/// All registrations, in a slab: a registration keeps its slot while it lives and a freed
+/// slot is reused, so the storage is one `Vec` whose untouched end costs no memory. The
+/// indices by key, RAS source and alias hold slot numbers only and compare against the
+/// stored registration, so no alias or address is stored twice.
 #[derive(Debug, Default)]
 pub struct Registry {
-    by_key: HashMap<u64, Registration>,
-    by_source: HashMap<SocketAddr, u64>,
-    by_alias: HashMap<Alias, u64>,
+    slots: Vec<Slot>,
+    /// Slots without a registration, to be used again.
+    free: Vec<u32>,
+    by_key: HashTable<u32>,
+    by_source: HashTable<u32>,
+    /// A slot and the position of the alias in its registration's aliases.
+    by_alias: HashTable<(u32, u32)>,
+    /// foldhash, seeded per process (as the retransmission cache's).
+    hasher: RandomState,
     next_key: u64,
+}
+
+/// A registration's place in the slab.
+#[derive(Debug)]
+struct Slot {
+    key: u64,
+    /// `None` while the slot is free.
+    registration: Option<Registration>,
+}
+
+/// The slots of the slab, read by the indices.
+#[derive(Clone, Copy)]
+struct Slots<'a>(&'a [Slot]);
+
+impl<'a> Slots<'a> {
+    fn key(self, slot: u32) -> u64 {
+        self.0[slot as usize].key
+    }
+
+    fn registration(self, slot: u32) -> &'a Registration {
+        self.0[slot as usize]
+            .registration
+            .as_ref()
+            .expect("the indices name only slots in use")
+    }
+
+    fn source(self, slot: u32) -> SocketAddr {
+        self.registration(slot).source
+    }
+
+    fn alias(self, (slot, at): (u32, u32)) -> &'a Alias {
+        &self.registration(slot).aliases[at as usize]
+    }
 }
 
 /// The `endpointIdentifier` text of a key.
 pub fn endpoint_id_text(key: u64) -> String {
     format!("EP{key:08X}")
+}
+
+/// The `endpointIdentifier` of a key.
+pub fn endpoint_id(key: u64) -> EndpointId {
+    EndpointId::new(&endpoint_id_text(key)).expect("EP + hex digits is a valid endpointIdentifier")
 }
 
 /// [`endpoint_id_text`] as UTF-16BE octets, without allocating: the octets and how many of
@@ -131,64 +214,151 @@ impl Registry {
         self.by_key.is_empty()
     }
 
+    fn hash(&self, value: impl Hash) -> u64 {
+        self.hasher.hash_one(value)
+    }
+
+    fn slot_of(&self, key: u64) -> Option<u32> {
+        let slots = Slots(&self.slots);
+        let found = self
+            .by_key
+            .find(self.hash(key), |&slot| slots.key(slot) == key);
+        found.copied()
+    }
+
     /// A registration by key.
     pub fn get(&self, key: u64) -> Option<&Registration> {
-        self.by_key.get(&key)
+        let slot = self.slot_of(key)?;
+        Some(Slots(&self.slots).registration(slot))
     }
 
     /// A registration by key, to change (not its source or aliases).
     pub fn get_mut(&mut self, key: u64) -> Option<&mut Registration> {
-        self.by_key.get_mut(&key)
+        let slot = self.slot_of(key)?;
+        self.slots[slot as usize].registration.as_mut()
     }
 
     /// The key of the registration from this RAS source.
     pub fn by_source(&self, source: SocketAddr) -> Option<u64> {
-        self.by_source.get(&source).copied()
+        let slots = Slots(&self.slots);
+        let found = self
+            .by_source
+            .find(self.hash(source), |&slot| slots.source(slot) == source);
+        found.map(|&slot| slots.key(slot))
     }
 
     /// The key of the registration holding this alias.
     pub fn by_alias(&self, alias: &Alias) -> Option<u64> {
-        self.by_alias.get(alias).copied()
+        let slots = Slots(&self.slots);
+        let found = self
+            .by_alias
+            .find(self.hash(alias), |&entry| slots.alias(entry) == alias);
+        found.map(|&(slot, _)| slots.key(slot))
     }
 
-    /// Stores a registration under `key`, replacing any under the same key.
+    /// Stores a registration under `key`, replacing any under the same key. Its source and
+    /// aliases name it from now on, even where another registration held them.
     pub fn insert(&mut self, key: u64, registration: Registration) {
         self.remove(key);
-        self.by_source.insert(registration.source, key);
-        for alias in &registration.aliases {
-            self.by_alias.insert(alias.clone(), key);
+        let source_hash = self.hash(registration.source);
+        let alias_hashes: Vec<u64> = registration.aliases.iter().map(|a| self.hash(a)).collect();
+        let key_hash = self.hash(key);
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot {
+                key,
+                registration: None,
+            });
+            u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 registrations")
+        });
+        self.slots[slot as usize] = Slot {
+            key,
+            registration: Some(registration),
+        };
+        let hasher = &self.hasher;
+        let slots = Slots(&self.slots);
+        self.by_key
+            .insert_unique(key_hash, slot, |&slot| hasher.hash_one(slots.key(slot)));
+        let source = slots.source(slot);
+        match self
+            .by_source
+            .find_mut(source_hash, |&other| slots.source(other) == source)
+        {
+            Some(holder) => *holder = slot,
+            None => {
+                self.by_source.insert_unique(source_hash, slot, |&slot| {
+                    hasher.hash_one(slots.source(slot))
+                });
+            }
         }
-        self.by_key.insert(key, registration);
+        for (at, hash) in (0..).zip(alias_hashes) {
+            let alias = slots.alias((slot, at));
+            match self
+                .by_alias
+                .find_mut(hash, |&other| slots.alias(other) == alias)
+            {
+                Some(holder) => *holder = (slot, at),
+                None => {
+                    self.by_alias.insert_unique(hash, (slot, at), |&entry| {
+                        hasher.hash_one(slots.alias(entry))
+                    });
+                }
+            }
+        }
     }
 
     /// Removes and returns a registration.
     pub fn remove(&mut self, key: u64) -> Option<Registration> {
-        let registration = self.by_key.remove(&key)?;
-        if self.by_source.get(&registration.source) == Some(&key) {
-            self.by_source.remove(&registration.source);
+        let slot = self.slot_of(key)?;
+        let slots = Slots(&self.slots);
+        let registration = slots.registration(slot);
+        let key_hash = self.hash(key);
+        let source_hash = self.hash(registration.source);
+        if let Ok(entry) = self.by_key.find_entry(key_hash, |&other| other == slot) {
+            entry.remove();
+        }
+        if let Ok(entry) = self
+            .by_source
+            .find_entry(source_hash, |&other| other == slot)
+        {
+            entry.remove();
         }
         for alias in &registration.aliases {
-            if self.by_alias.get(alias) == Some(&key) {
-                self.by_alias.remove(alias);
+            let hash = self.hasher.hash_one(alias);
+            let held_here =
+                |&(other, at): &(u32, u32)| other == slot && slots.alias((other, at)) == alias;
+            if let Ok(entry) = self.by_alias.find_entry(hash, held_here) {
+                entry.remove();
             }
         }
-        Some(registration)
+        self.free.push(slot);
+        self.slots[slot as usize].registration.take()
     }
 
     /// All registrations with their keys, in key order (oldest first).
     pub fn iter(&self) -> impl Iterator<Item = (u64, &Registration)> {
-        let mut keys: Vec<u64> = self.by_key.keys().copied().collect();
-        keys.sort_unstable();
-        keys.into_iter().map(move |key| (key, &self.by_key[&key]))
+        let mut held: Vec<(u64, &Registration)> = self.iter_any_order().collect();
+        held.sort_unstable_by_key(|&(key, _)| key);
+        held.into_iter()
+    }
+
+    /// All registrations with their keys, in no particular order.
+    pub fn iter_any_order(&self) -> impl Iterator<Item = (u64, &Registration)> {
+        self.slots
+            .iter()
+            .filter_map(|slot| Some((slot.key, slot.registration.as_ref()?)))
     }
 
     /// Keys of the registrations whose socket is on a C-LAN, oldest first.
     pub fn with_socket_on(&self, clan: ClanIdx) -> Vec<u64> {
         let mut keys: Vec<u64> = self
-            .by_key
+            .slots
             .iter()
-            .filter(|(_, r)| r.socket == Some(clan))
-            .map(|(&k, _)| k)
+            .filter(|slot| {
+                slot.registration
+                    .as_ref()
+                    .is_some_and(|r| r.socket == Some(clan))
+            })
+            .map(|slot| slot.key)
             .collect();
         keys.sort_unstable();
         keys
@@ -221,5 +391,88 @@ mod tests {
                 .collect();
             assert_eq!(&octets[..len], &utf16[..], "{key:X}");
         }
+        assert_eq!(endpoint_id(42).text(), "EP0000002A");
+    }
+
+    fn registration(source: &str, aliases: &[&str]) -> Registration {
+        let source: SocketAddr = source.parse().unwrap();
+        Registration {
+            aliases: aliases.iter().map(|a| Alias::h323_id(a).unwrap()).collect(),
+            source,
+            ras_address: source,
+            call_signal_address: vec![source].into(),
+            gateway: false,
+            region: 1,
+            tts: false,
+            registered_via: 0,
+            socket: Some(0),
+            agl: Agl::from(vec![0]),
+            ttl_s: 60,
+            expires: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn registrations_are_found_by_key_source_and_alias_until_removed() {
+        let mut registry = Registry::default();
+        let alias = |text: &str| Alias::h323_id(text).unwrap();
+        for key in 1..=1_000u64 {
+            let source = format!("127.0.{}.{}:1719", key / 250, key % 250);
+            let a = format!("a{key}");
+            registry.insert(key, registration(&source, &[&a, "x", &a]));
+        }
+        assert_eq!(registry.len(), 1_000);
+        assert_eq!(registry.by_alias(&alias("a7")), Some(7));
+        assert_eq!(
+            registry.by_alias(&alias("x")),
+            Some(1_000),
+            "the newest holder"
+        );
+        assert_eq!(
+            registry.by_source("127.0.0.7:1719".parse().unwrap()),
+            Some(7)
+        );
+        for key in (1..=1_000u64).filter(|key| key % 2 == 0) {
+            assert!(registry.remove(key).is_some());
+        }
+        assert!(registry.remove(2).is_none());
+        assert_eq!(registry.len(), 500);
+        assert_eq!(registry.by_alias(&alias("a8")), None);
+        assert_eq!(registry.by_alias(&alias("x")), None, "its holder is gone");
+        assert_eq!(registry.by_source("127.0.0.8:1719".parse().unwrap()), None);
+        // Freed slots are used again; the order stays that of the keys.
+        registry.insert(2_000, registration("127.0.9.9:1719", &["b"]));
+        registry.insert(1_001, registration("127.0.0.7:1719", &["a7"]));
+        assert_eq!(registry.slots.len(), 1_000);
+        assert_eq!(
+            registry.by_source("127.0.0.7:1719".parse().unwrap()),
+            Some(1_001)
+        );
+        assert_eq!(registry.by_alias(&alias("a7")), Some(1_001));
+        assert_eq!(registry.get(7).map(|r| r.aliases.len()), Some(3));
+        registry.remove(7);
+        assert_eq!(
+            registry.by_alias(&alias("a7")),
+            Some(1_001),
+            "held by another now"
+        );
+        let keys: Vec<u64> = registry.iter().map(|(key, _)| key).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(keys, sorted);
+        assert_eq!(keys.len(), 501);
+        assert_eq!(registry.with_socket_on(0).len(), 501);
+        assert_eq!(registry.get(2_000).map(|r| r.ttl_s), Some(60));
+    }
+
+    #[test]
+    fn one_call_signal_address_is_held_inline() {
+        let one: SocketAddr = "127.0.0.1:1720".parse().unwrap();
+        let two: SocketAddr = "127.0.0.2:1720".parse().unwrap();
+        let single = CallSignalAddresses::from(vec![one]);
+        assert_eq!(single, CallSignalAddresses::One(one));
+        assert_eq!(&single[..], &[one]);
+        assert_eq!(&CallSignalAddresses::from(vec![one, two])[..], &[one, two]);
+        assert!(CallSignalAddresses::from(Vec::new()).is_empty());
     }
 }

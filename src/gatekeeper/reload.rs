@@ -115,7 +115,7 @@ impl Gatekeeper {
             let reason = UrqReason::ReregistrationRequired;
             reloaded
                 .transmits
-                .extend(fresh.urq_from(now, local, old, reason, &agl, false));
+                .extend(fresh.urq_from(now, local, (key, old), reason, &agl, false));
             fresh.events.push(Event::Unregistered {
                 endpoint_id: registry::endpoint_id_text(key),
                 reason: Ending::Reconfigured,

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use super::Gatekeeper;
+use super::{registry, Gatekeeper};
 use crate::config::{ClanKind, RegionId};
 
 /// One C-LAN (`GET /api/clans`).
@@ -94,8 +94,8 @@ impl Gatekeeper {
         let name = |idx: usize| self.config.clans[idx].name.clone();
         self.registry
             .iter()
-            .map(|(_, r)| RegistrationView {
-                endpoint_id: r.endpoint_id.text(),
+            .map(|(key, r)| RegistrationView {
+                endpoint_id: registry::endpoint_id_text(key),
                 aliases: r.aliases.iter().map(ToString::to_string).collect(),
                 ras_address: r.ras_address,
                 region: r.region,

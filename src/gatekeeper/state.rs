@@ -29,7 +29,6 @@ use super::registry::{self, Registration};
 use super::topology::ClanIdx;
 use super::{Gatekeeper, Reservation, StartError, Timer, Transmit, TTS_RETRY};
 use crate::config::{Config, RegionId};
-use crate::ras::reply::EndpointId;
 use crate::ras::Alias;
 
 /// The version of the state format this rasgk writes and reads.
@@ -134,10 +133,10 @@ impl Gatekeeper {
             .iter()
             .map(|(key, r)| SavedRegistration {
                 key,
-                aliases: r.aliases.clone(),
+                aliases: r.aliases.to_vec(),
                 source: r.source,
                 ras_address: r.ras_address,
-                call_signal_address: r.call_signal_address.clone(),
+                call_signal_address: r.call_signal_address.to_vec(),
                 gateway: r.gateway,
                 region: r.region,
                 tts: r.tts,
@@ -300,8 +299,6 @@ impl Gatekeeper {
         {
             return Err("its source or key is registered twice in the state file".to_string());
         }
-        let endpoint_id = EndpointId::new(&registry::endpoint_id_text(saved.key))
-            .expect("EP + hex digits is a valid endpointIdentifier");
         let agl: Vec<ClanIdx> = saved
             .agl
             .iter()
@@ -316,11 +313,10 @@ impl Gatekeeper {
         self.registry.insert(
             saved.key,
             Registration {
-                endpoint_id,
-                aliases: saved.aliases.clone(),
+                aliases: saved.aliases.clone().into_boxed_slice(),
                 source: saved.source,
                 ras_address: saved.ras_address,
-                call_signal_address: saved.call_signal_address.clone(),
+                call_signal_address: saved.call_signal_address.clone().into(),
                 gateway: saved.gateway,
                 region: saved.region,
                 tts: saved.tts,
@@ -331,7 +327,7 @@ impl Gatekeeper {
                 expires,
             },
         );
-        self.arm(expires, Timer::Registration(saved.key));
+        self.arm_expiry(expires, saved.key);
         Ok(())
     }
 }
