@@ -3,17 +3,23 @@
 //!
 //! The ceiling is a minimal responder on the same tokio runtime and the same socket options
 //! (`server::sockets::bind_udp`) that answers each request datagram with one of the same
-//! size. The client keeps `--concurrency` phones (each on its own loopback address) in a
-//! closed loop — send a request, wait for its answer, send the next — for `--seconds` per
-//! workload, so both sides see the same offered load. Workloads: GRQ, full RRQ (a registered
-//! phone re-registering) and lightweight RRQ (keep-alive). Every request carries a new
-//! sequence number, so rasgk's retransmission cache never answers for the core.
+//! size (one `recv_from`, one `send_to`). The client keeps `--concurrency` phones (each on
+//! its own loopback address) in a closed loop — send a request, wait for its answer, send
+//! the next — so both sides see the same offered load. Workloads: GRQ, full RRQ (a
+//! registered phone re-registering) and lightweight RRQ (keep-alive). Every request carries
+//! a new sequence number, so rasgk's retransmission cache never answers for the core.
+//!
+//! The machine is shared, so the two sides are measured in turns: [`ROUNDS`] slices of each
+//! per workload, echo and rasgk alternating, `--seconds` in all per side. A change in the
+//! machine's load then falls on both alike, and the ratio is steadier than two measurements
+//! one after the other. Each side has its own phones, set up once; the side whose turn it
+//! is not waits on a channel, costing nothing while the other is measured.
 //!
 //! The last lines are `ratio WORKLOAD VALUE` for scripts.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,10 +32,11 @@ use crate::server::{self, Server};
 /// `rasgk bench` options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Phones in the closed loop (requests in flight).
+    /// Phones in the closed loop (requests in flight), for each side (1 to 10,000).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub concurrency: usize,
-    /// Seconds of measurement per workload (after a 0.3 s warm-up).
+    /// Seconds of measurement per workload and side, in 4 alternating slices (after a
+    /// 0.3 s start and 50 ms of warm-up a slice).
     #[arg(long, value_name = "S", default_value_t = 2.0)]
     pub seconds: f64,
 }
@@ -78,18 +85,39 @@ async fn echo(socket: UdpSocket, stop: Arc<AtomicBool>) {
     }
 }
 
-/// One phone of the closed loop: prepared (registered when the workload needs it), then
-/// request → answer until `stop`, counting answers after `counting`.
+/// Most phones a side: each side's phones take 250 addresses a /24, echo's from
+/// 127.1.100.0 and rasgk's from 127.1.180.0, 40 nets each.
+pub const MAX_CONCURRENCY: usize = 250 * 40;
+
+/// Slices of each side per workload.
+pub const ROUNDS: u32 = 4;
+
+/// Whose turn it is: [`ECHO`] or [`RASGK`] sends; [`STOP`] ends the phones.
+const ECHO: u8 = 1;
+const RASGK: u8 = 2;
+const STOP: u8 = 3;
+
+/// One phone of the closed loop on `side`: prepared (registered when the workload needs
+/// it), then request → answer while it is `side`'s turn, counting answers while `counting`
+/// names `side`.
 async fn phone_loop(
     index: usize,
     workload: Workload,
     target: SocketAddr,
-    echo_mode: bool,
-    counting: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
+    side: u8,
+    mut turn: tokio::sync::watch::Receiver<u8>,
+    counting: Arc<AtomicU8>,
     done: Arc<AtomicU64>,
 ) {
-    let ip = Ipv4Addr::new(127, 1, 100 + (index / 250) as u8, 1 + (index % 250) as u8);
+    let echo_mode = side == ECHO;
+    // The two sides' phones on their own addresses: 127.1.100+ and 127.1.180+.
+    let base_net = if echo_mode { 100 } else { 180 };
+    let ip = Ipv4Addr::new(
+        127,
+        1,
+        base_net + (index / 250) as u8,
+        1 + (index % 250) as u8,
+    );
     let Ok(socket) = UdpSocket::bind((ip, 0)).await else {
         return;
     };
@@ -135,7 +163,14 @@ async fn phone_loop(
             }
         }
     }
-    while !stop.load(Ordering::Relaxed) {
+    loop {
+        // Wait (without cost) for this side's turn, or the end.
+        let Ok(now) = turn.wait_for(|&t| t == side || t == STOP).await.map(|t| *t) else {
+            return;
+        };
+        if now == STOP {
+            return;
+        }
         let (datagram, to) = match workload {
             Workload::Grq => (phone.grq(), target),
             Workload::FullRrq => (phone.rrq(), clan),
@@ -151,39 +186,58 @@ async fn phone_loop(
         if let Ok(Ok(_)) =
             tokio::time::timeout(Duration::from_millis(200), socket.recv_from(&mut buffer)).await
         {
-            if counting.load(Ordering::Relaxed) {
+            if counting.load(Ordering::Relaxed) == side {
                 done.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
 }
 
-/// Transactions per second of one workload against one responder.
-async fn measure(args: &BenchArgs, workload: Workload, target: SocketAddr, echo_mode: bool) -> f64 {
-    let counting = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
+/// Transactions per second of one workload against the echo responder and against rasgk,
+/// measured in alternating slices.
+async fn measure(
+    args: &BenchArgs,
+    workload: Workload,
+    echo: SocketAddr,
+    rasgk: SocketAddr,
+) -> (f64, f64) {
+    let (turn, watching) = tokio::sync::watch::channel(0u8);
+    let counting = Arc::new(AtomicU8::new(0));
+    let done = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
     let mut phones = tokio::task::JoinSet::new();
-    for index in 0..args.concurrency {
-        phones.spawn(phone_loop(
-            index,
-            workload,
-            target,
-            echo_mode,
-            counting.clone(),
-            stop.clone(),
-            done.clone(),
-        ));
+    for (side, target, done) in [(ECHO, echo, &done[0]), (RASGK, rasgk, &done[1])] {
+        for index in 0..args.concurrency {
+            phones.spawn(phone_loop(
+                index,
+                workload,
+                target,
+                side,
+                watching.clone(),
+                counting.clone(),
+                done.clone(),
+            ));
+        }
     }
+    // Time for every phone to bind (and rasgk's to register).
     tokio::time::sleep(Duration::from_millis(300)).await;
-    counting.store(true, Ordering::Relaxed);
-    let started = Instant::now();
-    tokio::time::sleep(Duration::from_secs_f64(args.seconds)).await;
-    counting.store(false, Ordering::Relaxed);
-    let elapsed = started.elapsed().as_secs_f64();
-    stop.store(true, Ordering::Relaxed);
+    let slice = Duration::from_secs_f64(args.seconds / f64::from(ROUNDS));
+    let mut elapsed = [0.0f64; 2];
+    for _ in 0..ROUNDS {
+        for (i, side) in [ECHO, RASGK].into_iter().enumerate() {
+            let _ = turn.send(side);
+            // Warm-up: the other side's last answers drain, this side's loop fills.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            counting.store(side, Ordering::Relaxed);
+            let started = Instant::now();
+            tokio::time::sleep(slice).await;
+            counting.store(0, Ordering::Relaxed);
+            elapsed[i] += started.elapsed().as_secs_f64();
+        }
+    }
+    let _ = turn.send(STOP);
     while phones.join_next().await.is_some() {}
-    done.load(Ordering::Relaxed) as f64 / elapsed
+    let rate = |i: usize| done[i].load(Ordering::Relaxed) as f64 / elapsed[i].max(1e-9);
+    (rate(0), rate(1))
 }
 
 /// Resident memory of this process, bytes (Linux `/proc/self/statm`; 0 elsewhere).
@@ -252,8 +306,7 @@ pub async fn bench(args: &BenchArgs) -> Result<Vec<(&'static str, f64, f64)>, St
     }));
     let mut figures = Vec::new();
     for workload in [Workload::Grq, Workload::FullRrq, Workload::KeepAlive] {
-        let ceiling = measure(args, workload, echo_address, true).await;
-        let rasgk = measure(args, workload, discovery, false).await;
+        let (ceiling, rasgk) = measure(args, workload, echo_address, discovery).await;
         figures.push((workload.name(), ceiling, rasgk));
     }
     stop.store(true, Ordering::Relaxed);
@@ -266,8 +319,10 @@ pub async fn bench(args: &BenchArgs) -> Result<Vec<(&'static str, f64, f64)>, St
 /// `rasgk bench`.
 pub fn run(args: BenchArgs) -> ExitCode {
     let seconds_ok = args.seconds.is_finite() && args.seconds > 0.0;
-    if args.concurrency == 0 || args.concurrency > 250 * 100 || !seconds_ok {
-        eprintln!("rasgk bench: --concurrency must be 1 to 25000 and --seconds above 0");
+    if args.concurrency == 0 || args.concurrency > MAX_CONCURRENCY || !seconds_ok {
+        eprintln!(
+            "rasgk bench: --concurrency must be 1 to {MAX_CONCURRENCY} and --seconds above 0"
+        );
         return ExitCode::from(2);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -283,7 +338,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     match runtime.block_on(bench(&args)) {
         Ok(figures) => {
             println!(
-                "rasgk bench: {} phones in a closed loop, {} s per workload, loopback, one run",
+                "rasgk bench: {} phones in a closed loop, {} s per workload and side in {ROUNDS} alternating slices, loopback, one run",
                 args.concurrency, args.seconds
             );
             println!(
