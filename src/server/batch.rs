@@ -99,23 +99,23 @@ impl Kernel {
             out_iovecs,
             out_headers,
         } = &mut kernel;
-        for (header, (iovec, name)) in in_headers
-            .iter_mut()
-            .zip(in_iovecs.iter_mut().zip(in_names))
-        {
-            header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
-            header.msg_hdr.msg_iov = iovec;
-            header.msg_hdr.msg_iovlen = 1;
-        }
-        for (header, (iovec, name)) in out_headers
-            .iter_mut()
-            .zip(out_iovecs.iter_mut().zip(out_names))
-        {
-            header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
-            header.msg_hdr.msg_iov = iovec;
-            header.msg_hdr.msg_iovlen = 1;
-        }
+        link(in_headers, in_iovecs, in_names);
+        link(out_headers, out_iovecs, out_names);
         kernel
+    }
+}
+
+/// Points each header at its own buffer descriptor and address, for either direction.
+#[cfg(target_os = "linux")]
+fn link(
+    headers: &mut [libc::mmsghdr],
+    iovecs: &mut [libc::iovec],
+    names: &mut [libc::sockaddr_storage],
+) {
+    for (header, (iovec, name)) in headers.iter_mut().zip(iovecs.iter_mut().zip(names)) {
+        header.msg_hdr.msg_name = (name as *mut libc::sockaddr_storage).cast();
+        header.msg_hdr.msg_iov = iovec;
+        header.msg_hdr.msg_iovlen = 1;
     }
 }
 
