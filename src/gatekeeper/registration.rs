@@ -32,7 +32,7 @@ fn alias_text(alias: &Alias) -> &str {
 impl Gatekeeper {
     /// The registration an `endpointIdentifier` names, if it is registered from `from`.
     pub(super) fn registered(&self, id: &asn::EndpointIdentifier, from: SocketAddr) -> Option<u64> {
-        registry::key_of_octets(&id.0.to_bytes())
+        registry::key_of_units(&id.0)
             .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from))
     }
 

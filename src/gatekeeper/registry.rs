@@ -159,31 +159,43 @@ pub fn endpoint_id_octets(key: u64) -> ([u8; 36], usize) {
     (octets, len)
 }
 
-/// The key an `endpointIdentifier` given as UTF-16BE octets names, if it is one of ours
-/// (read without building its text).
+/// The key an `endpointIdentifier` given as UTF-16BE octets names, if it is one of ours.
 pub fn key_of_octets(octets: &[u8]) -> Option<u64> {
-    let mut text = [0u8; 18];
-    if octets.len() > 2 * text.len() || !octets.len().is_multiple_of(2) {
+    let mut units = [0u16; 18];
+    if octets.len() > 2 * units.len() || !octets.len().is_multiple_of(2) {
         return None;
     }
-    for (character, pair) in text.iter_mut().zip(octets.chunks_exact(2)) {
-        if pair[0] != 0 || !pair[1].is_ascii() {
-            return None;
-        }
-        *character = pair[1];
+    for (unit, pair) in units.iter_mut().zip(octets.chunks_exact(2)) {
+        *unit = u16::from_be_bytes([pair[0], pair[1]]);
     }
-    key_of(std::str::from_utf8(&text[..octets.len() / 2]).ok()?)
+    key_of_units(&units[..octets.len() / 2])
 }
 
 /// The key an `endpointIdentifier` text names, if it is one of ours.
 pub fn key_of(endpoint_id: &str) -> Option<u64> {
-    let hex = endpoint_id.strip_prefix("EP")?;
-    if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let units: Vec<u16> = endpoint_id.encode_utf16().collect();
+    key_of_units(&units)
+}
+
+/// The key an `endpointIdentifier` of these UTF-16 code units names, if it is one of ours:
+/// read and compared with what [`endpoint_id_octets`] writes, without building a text.
+pub fn key_of_units(units: &[u16]) -> Option<u64> {
+    let hex = units.strip_prefix(&[u16::from(b'E'), u16::from(b'P')])?;
+    if hex.len() > 16 {
         return None;
     }
+    let mut key = 0u64;
+    for &unit in hex {
+        key = key << 4 | u64::from(char::from_u32(u32::from(unit))?.to_digit(16)?);
+    }
     // Only the exact text we hand out: no other spelling of the same number.
-    let key = u64::from_str_radix(hex, 16).ok()?;
-    (endpoint_id_text(key) == endpoint_id).then_some(key)
+    let (canonical, len) = endpoint_id_octets(key);
+    let same = len == 2 * units.len()
+        && canonical[..len]
+            .chunks_exact(2)
+            .zip(units)
+            .all(|(pair, &unit)| u16::from_be_bytes([pair[0], pair[1]]) == unit);
+    same.then_some(key)
 }
 
 impl Registry {

@@ -1,16 +1,23 @@
 //! The retransmission cache (domain.md §2): a request from the same source to the same local
 //! address with the same `requestSeqNum` and the same octets within the hold time gets the
 //! reply it got the first time, and changes nothing. Bounded in time and in entries
-//! (`[limits] max_cached_replies`, the queue that orders them included); when full, the
-//! oldest entry goes first, and is counted. An entry holds its reply's octets as a slice of
-//! the reply arena's chunks, so storing one allocates nothing.
+//! (`[limits] max_cached_replies`, stale slots included); when full, the oldest entry goes
+//! first, and is counted. An entry holds its reply's octets as a slice of the reply arena's
+//! chunks, so storing one allocates nothing.
+//!
+//! Entries sit in one queue in the order they were stored, which is also the order they
+//! expire and are evicted in, so both ends are touched in sequence. The index beside it holds
+//! only serial numbers (8 octets a slot): a gatekeeper answering 150,000 requests a second
+//! keeps its 200,000 entries, and each request's lookup and store probe a table of 2 MB rather
+//! than one of 30 MB, where every probe was a cache miss.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use hashbrown::HashTable;
 
 use super::Transmit;
 
@@ -24,12 +31,13 @@ pub const MAX_ENTRIES: usize = 200_000;
 const KEPT_ROOM: usize = 4096;
 
 struct Entry {
+    stored: Instant,
+    key: Key,
+    /// The key's hash, to find its index slot again when the entry leaves.
+    hash: u64,
     request: u64,
-    /// Which store made it: tells its queue slot from stale ones of the same key, even
-    /// when they were stored at the same instant.
-    serial: u64,
     /// The reply (sent from this local address to the key's source); `None` when the
-    /// request got none.
+    /// request got none, or when the key was stored again since (a stale slot).
     reply: Option<(SocketAddr, Bytes)>,
 }
 
@@ -38,15 +46,16 @@ type Key = (SocketAddr, SocketAddr, u16);
 
 /// Replies by [`Key`].
 pub struct RetransmitCache {
-    /// foldhash, seeded per process: a key is 70 octets hashed up to three times a request,
-    /// where SipHash cost more than the rest of the cache's work.
-    entries: HashMap<Key, Entry, foldhash::fast::RandomState>,
-    /// Keys in the order they were stored, with the serial of that store; a slot is stale
-    /// when its key was stored again since.
-    order: VecDeque<(Instant, u64, Key)>,
-    /// Serial of the next store.
-    serial: u64,
-    /// Most entries (and queue slots) kept.
+    /// foldhash, seeded per process: a key is 70 octets hashed twice a request, where
+    /// SipHash cost more than the rest of the cache's work.
+    hasher: foldhash::fast::RandomState,
+    /// The serial of each key's newest entry.
+    index: HashTable<u64>,
+    /// Entries in the order they were stored: the one of serial `s` is at `s - first`.
+    queue: VecDeque<Entry>,
+    /// Serial of the queue's front.
+    first: u64,
+    /// Most entries (stale slots included) kept.
     max: usize,
     /// Replies dropped before their time to make room.
     pub evicted: u64,
@@ -67,18 +76,32 @@ impl RetransmitCache {
     /// An empty cache of at most `max` replies (at least 1).
     pub fn new(max: usize) -> RetransmitCache {
         RetransmitCache {
-            entries: HashMap::default(),
-            order: VecDeque::new(),
-            serial: 0,
+            hasher: foldhash::fast::RandomState::default(),
+            index: HashTable::new(),
+            queue: VecDeque::new(),
+            first: 0,
             max: max.max(1),
             evicted: 0,
         }
     }
 
+    /// The entry of serial `serial`.
+    fn entry(&self, serial: u64) -> &Entry {
+        &self.queue[(serial - self.first) as usize]
+    }
+
+    /// The serial of `key`'s newest entry.
+    fn newest(&self, hash: u64, key: &Key) -> Option<u64> {
+        self.index
+            .find(hash, |&serial| self.entry(serial).key == *key)
+            .copied()
+    }
+
     /// The reply to an earlier identical request (none when it got none), if it is still
     /// held.
     pub fn lookup(&self, key: Key, request: u64) -> Option<Vec<Transmit>> {
-        let entry = self.entries.get(&key).filter(|e| e.request == request)?;
+        let serial = self.newest(self.hasher.hash_one(key), &key)?;
+        let entry = Some(self.entry(serial)).filter(|e| e.request == request)?;
         Some(
             entry
                 .reply
@@ -95,78 +118,176 @@ impl RetransmitCache {
     /// Keeps the reply to a request (sent to the key's source).
     pub fn store(&mut self, now: Instant, key: Key, request: u64, reply: Option<&Transmit>) {
         self.expire(now);
-        while self.order.len() >= self.max {
+        while self.queue.len() >= self.max {
             if self.pop_oldest() {
                 self.evicted += 1;
             }
         }
-        self.serial += 1;
-        self.entries.insert(
-            key,
-            Entry {
-                request,
-                serial: self.serial,
-                reply: reply.map(|t| (t.local, t.payload.clone())),
-            },
+        let hash = self.hasher.hash_one(key);
+        let serial = self.first + self.queue.len() as u64;
+        let (first, queue) = (self.first, &mut self.queue);
+        let slot = self.index.entry(
+            hash,
+            |&s| queue[(s - first) as usize].key == key,
+            |&s| queue[(s - first) as usize].hash,
         );
-        self.order.push_back((now, self.serial, key));
+        match slot {
+            hashbrown::hash_table::Entry::Occupied(mut slot) => {
+                // The older entry stays in the queue as a stale slot, its reply let go.
+                queue[(*slot.get() - first) as usize].reply = None;
+                *slot.get_mut() = serial;
+            }
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert(serial);
+            }
+        }
+        self.queue.push_back(Entry {
+            stored: now,
+            key,
+            hash,
+            request,
+            reply: reply.map(|t| (t.local, t.payload.clone())),
+        });
     }
 
     /// Drops the oldest queue slot: `true` when it still held a reply.
     fn pop_oldest(&mut self) -> bool {
-        let Some((_, serial, key)) = self.order.pop_front() else {
+        let Some(entry) = self.queue.pop_front() else {
             return false;
         };
-        match self.entries.entry(key) {
-            std::collections::hash_map::Entry::Occupied(entry) if entry.get().serial == serial => {
-                entry.remove();
+        let serial = self.first;
+        self.first += 1;
+        match self.index.find_entry(entry.hash, |&s| s == serial) {
+            Ok(slot) => {
+                slot.remove();
                 true
             }
-            _ => false,
+            Err(_) => false,
         }
     }
 
-    /// Drops replies older than [`HOLD`]. After a storm has passed, the table and the queue
+    /// Drops replies older than [`HOLD`]. After a storm has passed, the index and the queue
     /// give back the room they grew to (held at most twice what is left, and never for
     /// fewer than [`KEPT_ROOM`] entries), so a gatekeeper with 100,000 phones does not keep
     /// 200,000 empty slots for the rest of its life.
     pub fn expire(&mut self, now: Instant) {
         let mut expired = false;
-        while let Some(&(stored, _, _)) = self.order.front() {
-            if now.saturating_duration_since(stored) < HOLD {
+        while let Some(entry) = self.queue.front() {
+            if now.saturating_duration_since(entry.stored) < HOLD {
                 break;
             }
             self.pop_oldest();
             expired = true;
         }
-        if expired && self.entries.capacity() > KEPT_ROOM.max(4 * self.entries.len()) {
-            self.entries
-                .shrink_to(KEPT_ROOM.max(2 * self.entries.len()));
+        if expired && self.index.capacity() > KEPT_ROOM.max(4 * self.index.len()) {
+            let (first, queue) = (self.first, &self.queue);
+            self.index
+                .shrink_to(KEPT_ROOM.max(2 * self.index.len()), |&s| {
+                    queue[(s - first) as usize].hash
+                });
         }
-        if expired && self.order.capacity() > KEPT_ROOM.max(4 * self.order.len()) {
-            self.order.shrink_to(KEPT_ROOM.max(2 * self.order.len()));
+        if expired && self.queue.capacity() > KEPT_ROOM.max(4 * self.queue.len()) {
+            self.queue.shrink_to(KEPT_ROOM.max(2 * self.queue.len()));
         }
     }
 
     /// When the oldest reply expires.
     pub fn next_expiry(&self) -> Option<Instant> {
-        self.order.front().map(|&(stored, _, _)| stored + HOLD)
+        self.queue.front().map(|entry| entry.stored + HOLD)
     }
 
     /// Replies held.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.index.len()
     }
 
     /// Nothing held?
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.index.is_empty()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// What the cache holds, the plain way: the newest store of each key, and the order of
+    /// all stores.
+    #[derive(Default)]
+    struct Model {
+        newest: HashMap<Key, (u64, u64, Option<u8>)>,
+        order: VecDeque<(Instant, u64, Key)>,
+        serial: u64,
+        evicted: u64,
+    }
+
+    impl Model {
+        fn pop(&mut self) -> bool {
+            let Some((_, serial, key)) = self.order.pop_front() else {
+                return false;
+            };
+            let live = self.newest.get(&key).is_some_and(|e| e.0 == serial);
+            if live {
+                self.newest.remove(&key);
+            }
+            live
+        }
+
+        fn store(&mut self, now: Instant, max: usize, key: Key, request: u64, reply: Option<u8>) {
+            while self.order.front().is_some_and(|e| now - e.0 >= HOLD) {
+                self.pop();
+            }
+            while self.order.len() >= max {
+                if self.pop() {
+                    self.evicted += 1;
+                }
+            }
+            self.serial += 1;
+            self.newest.insert(key, (self.serial, request, reply));
+            self.order.push_back((now, self.serial, key));
+        }
+    }
+
+    proptest! {
+        /// Stores and lookups of a few keys, with time passing and a small bound, answer as
+        /// the model does, and evict as many replies.
+        #[test]
+        fn the_cache_answers_as_the_plain_model(
+            steps in proptest::collection::vec((0..6u16, 0..3u64, any::<bool>(), 0..4000u64), 1..300),
+            max in 1..8usize,
+        ) {
+            let start = Instant::now();
+            let mut now = start;
+            let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
+            let from = SocketAddr::from(([127, 1, 0, 1], 5000));
+            let mut cache = RetransmitCache::new(max);
+            let mut model = Model::default();
+            for (seq, request, store, advance_ms) in steps {
+                now += Duration::from_millis(advance_ms);
+                let key = (local, from, seq);
+                if store {
+                    let payload = Bytes::from(vec![seq as u8; 3]);
+                    let reply = (request != 0).then(|| Transmit { local, to: from, payload });
+                    cache.store(now, key, request, reply.as_ref());
+                    model.store(now, max, key, request, reply.map(|_| seq as u8));
+                } else {
+                    cache.expire(now);
+                    while model.order.front().is_some_and(|e| now - e.0 >= HOLD) {
+                        model.pop();
+                    }
+                    let got = cache.lookup(key, request).map(|t| t.iter().map(|t| t.payload[0]).collect::<Vec<_>>());
+                    let want = model.newest.get(&key).filter(|e| e.1 == request).map(|e| e.2.into_iter().collect::<Vec<_>>());
+                    prop_assert_eq!(got, want);
+                }
+                prop_assert_eq!(cache.len(), model.newest.len());
+                prop_assert_eq!(cache.evicted, model.evicted);
+            }
+        }
+    }
 
     #[test]
     fn a_seq_stored_again_and_again_stays_bounded() {
@@ -178,7 +299,7 @@ mod tests {
             cache.store(now, (local, from, 7), request, None);
         }
         assert_eq!(cache.len(), 1);
-        assert!(cache.order.len() <= MAX_ENTRIES);
+        assert!(cache.queue.len() <= MAX_ENTRIES);
         assert!(cache
             .lookup((local, from, 7), MAX_ENTRIES as u64 + 999)
             .is_some());
@@ -212,18 +333,18 @@ mod tests {
             let from = SocketAddr::from(([127, 1, 0, 1], port));
             cache.store(now, (local, from, 1), 0, None);
         }
-        assert!(cache.entries.capacity() >= 50_000);
+        assert!(cache.index.capacity() >= 50_000);
         cache.expire(now + HOLD);
         assert!(cache.is_empty());
         assert!(
-            cache.entries.capacity() < 2 * KEPT_ROOM,
+            cache.index.capacity() < 2 * KEPT_ROOM,
             "{}",
-            cache.entries.capacity()
+            cache.index.capacity()
         );
         assert!(
-            cache.order.capacity() < 2 * KEPT_ROOM,
+            cache.queue.capacity() < 2 * KEPT_ROOM,
             "{}",
-            cache.order.capacity()
+            cache.queue.capacity()
         );
     }
 }
