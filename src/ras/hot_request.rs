@@ -191,7 +191,7 @@ fn optional<T>(present: bool, read: impl FnOnce() -> Option<T>) -> Option<Option
 
 /// The indices of the extension additions present, from the bitmap after a SEQUENCE's
 /// root (one of a type with `known` additions; a bitmap naming more is not read here).
-fn additions(r: &mut Reader<'_>, known: usize) -> Option<Vec<usize>> {
+fn additions(r: &mut Reader<'_>, known: usize) -> Option<impl Iterator<Item = usize>> {
     if r.bit()? {
         return None;
     }
@@ -199,13 +199,13 @@ fn additions(r: &mut Reader<'_>, known: usize) -> Option<Vec<usize>> {
     if count > known {
         return None;
     }
-    let mut present = Vec::with_capacity(4);
+    let mut present = 0u64;
     for index in 0..count {
         if r.bit()? {
-            present.push(index);
+            present |= 1 << index;
         }
     }
-    Some(present)
+    Some((0..count).filter(move |index| present & 1 << index != 0))
 }
 
 /// A NULL's complete encoding inside an open type (one zero octet).
@@ -222,7 +222,9 @@ fn sequence_number(r: &mut Reader<'_>) -> Option<asn::RequestSeqNum> {
 fn object_identifier(r: &mut Reader<'_>) -> Option<ObjectIdentifier> {
     let length = r.unconstrained_length()?;
     let contents = r.octets(length)?;
-    let mut arcs = Vec::with_capacity(8);
+    // Up to 16 arcs (longer ones are left to the generated decoder).
+    let mut arcs = [0u32; 16];
+    let mut len = 0;
     let mut arc: u32 = 0;
     let mut fresh = true;
     for &octet in contents {
@@ -232,37 +234,58 @@ fn object_identifier(r: &mut Reader<'_>) -> Option<ObjectIdentifier> {
         arc = arc.checked_mul(128)? | u32::from(octet & 0x7F);
         fresh = octet & 0x80 == 0;
         if fresh {
-            if arcs.is_empty() {
+            if len == 0 {
                 let (first, second) = match arc {
                     0..=39 => (0, arc),
                     40..=79 => (1, arc - 40),
                     _ => (2, arc - 80),
                 };
-                arcs.push(first);
-                arcs.push(second);
+                arcs[0] = first;
+                arcs[1] = second;
+                len = 2;
             } else {
-                arcs.push(arc);
+                *arcs.get_mut(len)? = arc;
+                len += 1;
             }
             arc = 0;
         }
     }
-    if !fresh || arcs.is_empty() {
+    if !fresh || len == 0 {
         return None;
     }
-    ObjectIdentifier::new(arcs)
+    let arcs = &arcs[..len];
+    match H225_VERSIONS.iter().find(|&&version| version == arcs) {
+        Some(&version) => ObjectIdentifier::new(version),
+        None => ObjectIdentifier::new(arcs.to_vec()),
+    }
 }
+
+/// `protocolIdentifier`s of H.225.0 versions 1 to 7, {itu-t(0) recommendation(0) h(8) 2250
+/// version(0) N}: what phones send, read without allocating its arcs.
+const H225_VERSIONS: [&[u32]; 7] = [
+    &[0, 0, 8, 2250, 0, 1],
+    &[0, 0, 8, 2250, 0, 2],
+    &[0, 0, 8, 2250, 0, 3],
+    &[0, 0, 8, 2250, 0, 4],
+    &[0, 0, 8, 2250, 0, 5],
+    &[0, 0, 8, 2250, 0, 6],
+    &[0, 0, 8, 2250, 0, 7],
+];
 
 /// A BMPString of `1..=max` characters of the Basic Multilingual Plane.
 fn bmp(r: &mut Reader<'_>, max: usize) -> Option<BmpString> {
     let length = r.constrained_length(1, max)?;
     let octets = r.octets(length * 2)?;
-    if octets
+    let units = octets
         .chunks_exact(2)
-        .any(|unit| u16::from_be_bytes([unit[0], unit[1]]) >= 0xFFFE)
-    {
-        return None;
-    }
-    BmpString::try_from(octets).ok()
+        .map(|unit| u16::from_be_bytes([unit[0], unit[1]]))
+        .map(|unit| (unit < 0xFFFE).then_some(unit))
+        .collect::<Option<Vec<u16>>>()?;
+    // Every unit is checked above against the alphabet (U+0000 to U+FFFD) that rasn's
+    // `TryFrom` would search a table of 65,534 for, one binary search a character.
+    let mut string = BmpString::default();
+    *string = units;
+    Some(string)
 }
 
 fn transport_addresses(r: &mut Reader<'_>) -> Option<Vec<asn::TransportAddress>> {
