@@ -8,8 +8,11 @@
 //! Entries sit in one queue in the order they were stored, which is also the order they
 //! expire and are evicted in, so both ends are touched in sequence. The index beside it holds
 //! only serial numbers (8 octets a slot): a gatekeeper answering 150,000 requests a second
-//! keeps its 200,000 entries, and each request's lookup and store probe a table of 2 MB rather
-//! than one of 30 MB, where every probe was a cache miss.
+//! keeps its 200,000 entries, and each request's lookup and store probe a table of a few MB
+//! rather than one of 30 MB, where every probe was a cache miss. An entry that leaves the
+//! queue leaves its serial behind in the index, which no lookup matches any more (it is below
+//! the queue's first); such serials are swept out in one pass when the index would otherwise
+//! grow, so a request costs one probe of the index, not a second one for the entry it evicts.
 
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
@@ -37,8 +40,10 @@ struct Entry {
     hash: u64,
     request: u64,
     /// The reply (sent from this local address to the key's source); `None` when the
-    /// request got none, or when the key was stored again since (a stale slot).
+    /// request got none, or when the key was stored again since.
     reply: Option<(SocketAddr, Bytes)>,
+    /// The key was stored again since: this slot only waits its turn to leave the queue.
+    stale: bool,
 }
 
 /// (local address, source, sequence number).
@@ -49,12 +54,15 @@ pub struct RetransmitCache {
     /// foldhash, seeded per process: a key is 70 octets hashed twice a request, where
     /// SipHash cost more than the rest of the cache's work.
     hasher: foldhash::fast::RandomState,
-    /// The serial of each key's newest entry.
+    /// The serial of each key's newest entry, and serials of entries that have left the
+    /// queue (below `first`) until the next sweep.
     index: HashTable<u64>,
     /// Entries in the order they were stored: the one of serial `s` is at `s - first`.
     queue: VecDeque<Entry>,
     /// Serial of the queue's front.
     first: u64,
+    /// Entries in the queue that are not stale: replies held.
+    live: usize,
     /// Most entries (stale slots included) kept.
     max: usize,
     /// Replies dropped before their time to make room.
@@ -80,6 +88,7 @@ impl RetransmitCache {
             index: HashTable::new(),
             queue: VecDeque::new(),
             first: 0,
+            live: 0,
             max: max.max(1),
             evicted: 0,
         }
@@ -93,7 +102,9 @@ impl RetransmitCache {
     /// The serial of `key`'s newest entry.
     fn newest(&self, hash: u64, key: &Key) -> Option<u64> {
         self.index
-            .find(hash, |&serial| self.entry(serial).key == *key)
+            .find(hash, |&serial| {
+                serial >= self.first && self.entry(serial).key == *key
+            })
             .copied()
     }
 
@@ -123,22 +134,31 @@ impl RetransmitCache {
                 self.evicted += 1;
             }
         }
+        if self.index.len() == self.index.capacity() {
+            // About to grow: sweep out the serials of entries gone first, so that growing
+            // (which rehashes every serial from its entry) meets only entries still queued.
+            let first = self.first;
+            self.index.retain(|&mut serial| serial >= first);
+        }
         let hash = self.hasher.hash_one(key);
         let serial = self.first + self.queue.len() as u64;
         let (first, queue) = (self.first, &mut self.queue);
         let slot = self.index.entry(
             hash,
-            |&s| queue[(s - first) as usize].key == key,
+            |&s| s >= first && queue[(s - first) as usize].key == key,
             |&s| queue[(s - first) as usize].hash,
         );
         match slot {
             hashbrown::hash_table::Entry::Occupied(mut slot) => {
                 // The older entry stays in the queue as a stale slot, its reply let go.
-                queue[(*slot.get() - first) as usize].reply = None;
+                let older = &mut queue[(*slot.get() - first) as usize];
+                older.reply = None;
+                older.stale = true;
                 *slot.get_mut() = serial;
             }
             hashbrown::hash_table::Entry::Vacant(slot) => {
                 slot.insert(serial);
+                self.live += 1;
             }
         }
         self.queue.push_back(Entry {
@@ -147,23 +167,21 @@ impl RetransmitCache {
             hash,
             request,
             reply: reply.map(|t| (t.local, t.payload.clone())),
+            stale: false,
         });
     }
 
-    /// Drops the oldest queue slot: `true` when it still held a reply.
+    /// Drops the oldest queue slot: `true` when it still held a reply. Its serial stays in
+    /// the index, matched by nothing, until the next sweep.
     fn pop_oldest(&mut self) -> bool {
         let Some(entry) = self.queue.pop_front() else {
             return false;
         };
-        let serial = self.first;
         self.first += 1;
-        match self.index.find_entry(entry.hash, |&s| s == serial) {
-            Ok(slot) => {
-                slot.remove();
-                true
-            }
-            Err(_) => false,
+        if !entry.stale {
+            self.live -= 1;
         }
+        !entry.stale
     }
 
     /// Drops replies older than [`HOLD`]. After a storm has passed, the index and the queue
@@ -179,12 +197,12 @@ impl RetransmitCache {
             self.pop_oldest();
             expired = true;
         }
-        if expired && self.index.capacity() > KEPT_ROOM.max(4 * self.index.len()) {
+        if expired && self.index.capacity() > KEPT_ROOM.max(4 * self.live) {
             let (first, queue) = (self.first, &self.queue);
-            self.index
-                .shrink_to(KEPT_ROOM.max(2 * self.index.len()), |&s| {
-                    queue[(s - first) as usize].hash
-                });
+            self.index.retain(|&mut serial| serial >= first);
+            self.index.shrink_to(KEPT_ROOM.max(2 * self.live), |&s| {
+                queue[(s - first) as usize].hash
+            });
         }
         if expired && self.queue.capacity() > KEPT_ROOM.max(4 * self.queue.len()) {
             self.queue.shrink_to(KEPT_ROOM.max(2 * self.queue.len()));
@@ -198,12 +216,12 @@ impl RetransmitCache {
 
     /// Replies held.
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.live
     }
 
     /// Nothing held?
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.live == 0
     }
 }
 
@@ -307,6 +325,24 @@ mod tests {
         cache.expire(now + HOLD);
         assert!(cache.is_empty());
         assert_eq!(cache.evicted, 0, "only stale slots made room");
+    }
+
+    #[test]
+    fn serials_left_behind_are_swept_before_the_index_grows() {
+        let mut cache = RetransmitCache::new(1000);
+        let now = Instant::now();
+        let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
+        for n in 0..200_000u32 {
+            let from = SocketAddr::from(([127, 1, (n >> 16) as u8, 1], n as u16));
+            cache.store(now, (local, from, 1), 0, None);
+        }
+        assert_eq!(cache.len(), 1000);
+        assert_eq!(cache.evicted, 199_000);
+        assert!(
+            cache.index.capacity() <= 4 * 1000,
+            "{} slots for 1,000 replies",
+            cache.index.capacity()
+        );
     }
 
     #[test]
