@@ -5,7 +5,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::{policy, Gatekeeper, Reply, Reservation, Timer};
-use crate::ras::asn::GatekeeperRequest;
 use crate::ras::reply::{self, GrjReason};
 
 impl Gatekeeper {
@@ -19,9 +18,8 @@ impl Gatekeeper {
         now: Instant,
         local: SocketAddr,
         from: SocketAddr,
-        grq: &GatekeeperRequest,
+        seq: u16,
     ) -> Option<Reply> {
-        let seq = grq.request_seq_num.0;
         if self.excluded(from) {
             self.note_reject("GRJ", "terminalExcluded");
             tracing::debug!("GRJ terminalExcluded: outside the network map");

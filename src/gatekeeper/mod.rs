@@ -54,7 +54,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::calls::Calls;
 use crate::config::{Clan, Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
-use crate::ras::{self, MessageKind, RasMessage};
+use crate::ras::{self, KeepAlive, MessageKind, RasMessage, Request};
 use agls::Agls;
 use arena::Arena;
 use events::{Ending, Event, EventQueue};
@@ -106,6 +106,15 @@ fn agl_entries(
             priority: priority.min(127) as u8,
         })
         .collect()
+}
+
+/// A request as [`Gatekeeper::respond`] takes it: the few fields of a GRQ or keep-alive
+/// that [`ras::read_request`] read without building them, or a decoded message.
+#[derive(Clone, Copy)]
+enum Incoming<'a> {
+    Grq(u16),
+    KeepAlive(&'a KeepAlive<'a>),
+    Message(&'a RasMessage),
 }
 
 /// A reply on its way out: a message for the codec, or the octets a hand-written encoder
@@ -376,14 +385,19 @@ impl Gatekeeper {
                 checked = Some(fingerprint);
             }
         }
-        let message = match ras::decode(datagram) {
-            Ok(message) => message,
+        let request = match ras::read_request(datagram) {
+            Ok(request) => request,
             Err(error) => {
                 tracing::debug!(peer = %from, %error, "undecodable datagram");
                 return self.malformed(local, from, datagram, BadDatagram::of(&error));
             }
         };
-        self.respond(now, local, from, &message, datagram, checked)
+        let incoming = match &request {
+            Request::Grq { seq } => Incoming::Grq(*seq),
+            Request::KeepAlive(keep_alive) => Incoming::KeepAlive(keep_alive),
+            Request::Message(message) => Incoming::Message(message),
+        };
+        self.respond(now, local, from, incoming, datagram, checked)
     }
 
     /// A datagram that is no RAS message: counted by kind, answered with XRS when its
@@ -417,7 +431,7 @@ impl Gatekeeper {
         message: &RasMessage,
         datagram: &[u8],
     ) -> Vec<Transmit> {
-        self.respond(now, local, from, message, datagram, None)
+        self.respond(now, local, from, Incoming::Message(message), datagram, None)
     }
 
     /// The address replies leave from: the discovery socket for multicast requests.
@@ -464,12 +478,15 @@ impl Gatekeeper {
         now: Instant,
         local: SocketAddr,
         from: SocketAddr,
-        message: &RasMessage,
+        incoming: Incoming<'_>,
         datagram: &[u8],
         checked: Option<u64>,
     ) -> Vec<Transmit> {
-        let kind = ras::kind(message);
-        let seq = ras::request_seq_num(message);
+        let (kind, seq) = match incoming {
+            Incoming::Grq(seq) => (MessageKind::Grq, seq),
+            Incoming::KeepAlive(keep_alive) => (MessageKind::Rrq, keep_alive.seq),
+            Incoming::Message(message) => (ras::kind(message), ras::request_seq_num(message)),
+        };
         let span = tracing::debug_span!("ras", peer = %from, kind = kind.short_name(), seq);
         let _entered = span.enter();
         self.stats.received[kind as usize] += 1;
@@ -488,8 +505,42 @@ impl Gatekeeper {
                 fingerprint
             }
         };
-        let reply = match message {
-            RasMessage::gatekeeperRequest(grq) => self.gatekeeper_request(now, local, from, grq),
+        let reply = match incoming {
+            Incoming::Grq(seq) => self.gatekeeper_request(now, local, from, seq),
+            Incoming::KeepAlive(keep_alive) => Some(self.keep_alive(
+                now,
+                from,
+                keep_alive.seq,
+                registry::key_of_octets(keep_alive.endpoint_id),
+                keep_alive.time_to_live,
+                None,
+            )),
+            Incoming::Message(message) => self.request(now, local, from, message, datagram),
+        };
+        let Some(reply) = reply else {
+            return Vec::new();
+        };
+        let reply_from = self.reply_from(local);
+        let transmit = self.reply(reply_from, from, datagram.len(), reply);
+        self.retransmits
+            .store(now, (local, from, seq), fingerprint, transmit.as_ref());
+        transmit.into_iter().collect()
+    }
+
+    /// The reply to a decoded request message.
+    fn request(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+        message: &RasMessage,
+        datagram: &[u8],
+    ) -> Option<Reply> {
+        let seq = ras::request_seq_num(message);
+        match message {
+            RasMessage::gatekeeperRequest(grq) => {
+                self.gatekeeper_request(now, local, from, grq.request_seq_num.0)
+            }
             RasMessage::registrationRequest(rrq) => {
                 self.registration_request(now, local, from, rrq)
             }
@@ -503,15 +554,7 @@ impl Gatekeeper {
                 self.info_request_response(from, irr).map(Reply::from)
             }
             _ => Some(reply::unknown_message_response(seq, datagram).into()),
-        };
-        let Some(reply) = reply else {
-            return Vec::new();
-        };
-        let reply_from = self.reply_from(local);
-        let transmit = self.reply(reply_from, from, datagram.len(), reply);
-        self.retransmits
-            .store(now, (local, from, seq), fingerprint, transmit.as_ref());
-        transmit.into_iter().collect()
+        }
     }
 
     /// The cached replies to a retransmitted request, counted as sent again.

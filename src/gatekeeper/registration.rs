@@ -70,18 +70,23 @@ impl Gatekeeper {
         rrq: &RegistrationRequest,
     ) -> Option<Reply> {
         if rrq.keep_alive == Some(true) {
-            Some(self.keep_alive(now, from, rrq))
+            let key = rrq
+                .endpoint_identifier
+                .as_ref()
+                .and_then(|id| registry::key_of_units(&id.0));
+            let ttl = rrq.time_to_live.as_ref().map(|ttl| ttl.0);
+            let seq = rrq.request_seq_num.0;
+            let tokens = rrq.crypto_tokens.as_deref();
+            Some(self.keep_alive(now, from, seq, key, ttl, tokens))
         } else {
             Some(self.full_registration(now, local, from, rrq))
         }
     }
 
     /// Granted time to live: what the phone asked for, at most `ttl_s`.
-    fn granted_ttl(&self, rrq: &RegistrationRequest) -> u32 {
+    fn granted_ttl(&self, asked: Option<u32>) -> u32 {
         let ttl = self.config.gatekeeper.ttl_s;
-        rrq.time_to_live
-            .as_ref()
-            .map_or(ttl, |asked| asked.0.clamp(1, ttl))
+        asked.map_or(ttl, |asked| asked.clamp(1, ttl))
     }
 
     fn refresh(&mut self, now: Instant, key: u64, ttl_s: u32) {
@@ -146,12 +151,18 @@ impl Gatekeeper {
 
     /// A lightweight RRQ: refreshes a registration wherever it arrives; an unknown endpoint
     /// (or one from another source) must register in full.
-    fn keep_alive(&mut self, now: Instant, from: SocketAddr, rrq: &RegistrationRequest) -> Reply {
-        let seq = rrq.request_seq_num.0;
-        let key = rrq
-            .endpoint_identifier
-            .as_ref()
-            .and_then(|id| self.registered(id, from));
+    /// A lightweight RRQ of sequence number `seq` naming the registration `key` (when its
+    /// endpointIdentifier is one of ours), asking for `time_to_live` seconds.
+    pub(super) fn keep_alive(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        seq: u16,
+        key: Option<u64>,
+        time_to_live: Option<u32>,
+        tokens: Option<&[asn::CryptoH323Token]>,
+    ) -> Reply {
+        let key = key.filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from));
         let Some(key) = key else {
             return self
                 .reject_rrq(seq, RrjReason::FullRegistrationRequired, None)
@@ -163,11 +174,11 @@ impl Gatekeeper {
                 .get(key)
                 .map(|r| r.aliases.to_vec())
                 .unwrap_or_default();
-            if !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref()) {
+            if !self.authenticated(now, &aliases, tokens) {
                 return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
             }
         }
-        let ttl = self.granted_ttl(rrq);
+        let ttl = self.granted_ttl(time_to_live);
         self.refresh(now, key, ttl);
         self.stats.keep_alives += 1;
         self.confirm(seq, key).unwrap_or_else(|| {
@@ -287,7 +298,7 @@ impl Gatekeeper {
         let tiers = self.topology.tiers(region).into_owned();
         let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
         let agl = self.agls.intern(&agl);
-        let ttl_s = self.granted_ttl(rrq);
+        let ttl_s = self.granted_ttl(rrq.time_to_live.as_ref().map(|ttl| ttl.0));
         self.registry.insert(
             key,
             Registration {

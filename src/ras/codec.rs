@@ -75,6 +75,19 @@ pub fn decode(bytes: &[u8]) -> Result<RasMessage, DecodeError> {
     decode_generated(bytes)
 }
 
+/// Reads one datagram as the gatekeeper needs it: a GRQ or lightweight RRQ of the shapes
+/// phones send as the few fields it uses (read and checked as [`decode`] reads them, built
+/// into nothing), anything else decoded as [`decode`] decodes it.
+pub fn read_request(bytes: &[u8]) -> Result<super::Request<'_>, DecodeError> {
+    if bytes.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    if let Some(request) = super::hot_request::read(bytes) {
+        return Ok(request);
+    }
+    decode_generated(bytes).map(|message| super::Request::Message(Box::new(message)))
+}
+
 /// Decodes through the generated codec only.
 pub(crate) fn decode_generated(bytes: &[u8]) -> Result<RasMessage, DecodeError> {
     if bytes.is_empty() {

@@ -9,6 +9,11 @@
 //! rejects the datagram as it always did. What is read here is what the generated decoder
 //! reads from the same octets: the tests below compare the two over generated requests and
 //! over every bit flip of them.
+//!
+//! One walk serves two ends ([`Walk`]): [`decode`] builds the generated types' values, and
+//! [`read`] — for the gatekeeper, which needs nothing of a GRQ but its sequence number and
+//! nothing of a keep-alive but four fields — reads and checks every component the same way
+//! but builds none of them, so a GRQ or keep-alive costs no allocation at all.
 
 use rasn::types::{BmpString, Ia5String, ObjectIdentifier, OctetString};
 
@@ -22,35 +27,115 @@ const GRQ_ADDITIONS: usize = 12;
 /// Extension additions of `RegistrationRequest`.
 const RRQ_ADDITIONS: usize = 27;
 
+/// What a walk makes of the components it reads and checks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// The generated types' values.
+    Build,
+    /// Nothing: every reader answers `Some(None)` for a well-formed component.
+    Check,
+}
+
+impl Walk {
+    /// `value()` when building.
+    fn make<T>(self, value: impl FnOnce() -> T) -> Option<T> {
+        (self == Walk::Build).then(value)
+    }
+}
+
 /// The message, when the datagram is a GRQ or RRQ of a shape read here.
 pub(crate) fn decode(octets: &[u8]) -> Option<RasMessage> {
+    match walk(octets, Walk::Build)? {
+        Walked::Grq(grq, _) => Some(RasMessage::gatekeeperRequest(grq?)),
+        Walked::Rrq(rrq, _) => Some(RasMessage::registrationRequest(rrq?)),
+    }
+}
+
+/// A request as the gatekeeper needs it.
+#[derive(Debug, PartialEq)]
+pub enum Request<'a> {
+    /// A GRQ of a shape read here, with its `requestSeqNum`: nothing else of it is used.
+    Grq { seq: u16 },
+    /// A lightweight RRQ of a shape read here (so without tokens).
+    KeepAlive(KeepAlive<'a>),
+    /// Any other datagram that decodes.
+    Message(Box<RasMessage>),
+}
+
+/// What the gatekeeper reads of a lightweight RRQ.
+#[derive(Debug, PartialEq)]
+pub struct KeepAlive<'a> {
+    pub seq: u16,
+    /// The `endpointIdentifier`, as its UTF-16BE octets.
+    pub endpoint_id: &'a [u8],
+    pub time_to_live: Option<u32>,
+}
+
+/// The request, when the datagram is a GRQ or a keep-alive of a shape read here, read and
+/// checked as [`decode`] does but built into nothing; an RRQ that turns out to be a full one
+/// is then decoded (walked again, building). `None`: not of a shape read here.
+pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
+    match walk(octets, Walk::Check)? {
+        Walked::Grq(_, seq) => Some(Request::Grq { seq }),
+        Walked::Rrq(
+            _,
+            Scalars {
+                seq,
+                keep_alive: true,
+                endpoint_id: Some(endpoint_id),
+                time_to_live,
+            },
+        ) => Some(Request::KeepAlive(KeepAlive {
+            seq,
+            endpoint_id,
+            time_to_live,
+        })),
+        Walked::Rrq(..) => decode(octets).map(|message| Request::Message(Box::new(message))),
+    }
+}
+
+/// A walked request: its value when built, and what a check also keeps. It lives for one
+/// call on the stack and its value is moved out once, so its size is no cost worth a box.
+#[allow(clippy::large_enum_variant)]
+enum Walked<'a> {
+    Grq(Option<asn::GatekeeperRequest>, u16),
+    Rrq(Option<asn::RegistrationRequest>, Scalars<'a>),
+}
+
+/// An RRQ's components kept by either walk.
+struct Scalars<'a> {
+    seq: u16,
+    keep_alive: bool,
+    endpoint_id: Option<&'a [u8]>,
+    time_to_live: Option<u32>,
+}
+
+fn walk(octets: &[u8], walk: Walk) -> Option<Walked<'_>> {
     let mut r = Reader::new(octets);
     if r.bit()? {
         return None;
     }
-    let message = match r.constrained(RAS_MESSAGE_ROOT)? {
-        0 => RasMessage::gatekeeperRequest(gatekeeper_request(&mut r)?),
-        3 => RasMessage::registrationRequest(registration_request(&mut r)?),
+    let walked = match r.constrained(RAS_MESSAGE_ROOT)? {
+        0 => gatekeeper_request(&mut r, walk)?,
+        3 => registration_request(&mut r, walk)?,
         _ => return None,
     };
     r.at_end()?;
-    Some(message)
+    Some(walked)
 }
 
-fn gatekeeper_request(r: &mut Reader<'_>) -> Option<asn::GatekeeperRequest> {
+fn gatekeeper_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> {
     let extended = r.bit()?;
     let [non_standard, has_gatekeeper, call_services, has_aliases] = flags(r)?;
     if non_standard || call_services {
         return None;
     }
-    let request_seq_num = sequence_number(r)?;
-    let protocol_identifier = asn::ProtocolIdentifier(object_identifier(r)?);
-    let ras_address = transport_address(r)?;
-    let endpoint_type = endpoint_type(r)?;
-    let gatekeeper_identifier = optional(has_gatekeeper, || {
-        Some(asn::GatekeeperIdentifier(bmp(r, 128)?))
-    })?;
-    let endpoint_alias = optional(has_aliases, || aliases(r))?;
+    let seq = sequence_number(r)?;
+    let protocol_identifier = object_identifier(r, walk)?;
+    let ras_address = transport_address(r, walk)?;
+    let endpoint_type = endpoint_type(r, walk)?;
+    let gatekeeper_identifier = optional(has_gatekeeper, || bmp(r, 128, walk))?.flatten();
+    let endpoint_alias = optional(has_aliases, || aliases(r, walk))?.flatten();
     let mut supports_alt_gk = None;
     let mut supports_assigned_gk = None;
     if extended {
@@ -64,86 +149,65 @@ fn gatekeeper_request(r: &mut Reader<'_>) -> Option<asn::GatekeeperRequest> {
             content.at_end()?;
         }
     }
-    Some(asn::GatekeeperRequest {
-        request_seq_num,
-        protocol_identifier,
-        non_standard_data: None,
-        ras_address,
-        endpoint_type,
-        gatekeeper_identifier,
-        call_services: None,
-        endpoint_alias,
-        alternate_endpoints: None,
-        tokens: None,
-        crypto_tokens: None,
-        authentication_capability: None,
-        algorithm_oids: None,
-        integrity: None,
-        integrity_check_value: None,
-        supports_alt_gk,
-        feature_set: None,
-        generic_data: None,
-        supports_assigned_gk,
-        assigned_gatekeeper: None,
-    })
+    let grq = if walk == Walk::Build {
+        Some(asn::GatekeeperRequest {
+            request_seq_num: asn::RequestSeqNum(seq),
+            protocol_identifier: asn::ProtocolIdentifier(protocol_identifier?),
+            non_standard_data: None,
+            ras_address: ras_address?,
+            endpoint_type: endpoint_type?,
+            gatekeeper_identifier: gatekeeper_identifier.map(asn::GatekeeperIdentifier),
+            call_services: None,
+            endpoint_alias,
+            alternate_endpoints: None,
+            tokens: None,
+            crypto_tokens: None,
+            authentication_capability: None,
+            algorithm_oids: None,
+            integrity: None,
+            integrity_check_value: None,
+            supports_alt_gk,
+            feature_set: None,
+            generic_data: None,
+            supports_assigned_gk,
+            assigned_gatekeeper: None,
+        })
+    } else {
+        None
+    };
+    Some(Walked::Grq(grq, seq))
 }
 
-fn registration_request(r: &mut Reader<'_>) -> Option<asn::RegistrationRequest> {
+fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> {
     let extended = r.bit()?;
     let [non_standard, has_aliases, has_gatekeeper] = flags(r)?;
     if non_standard {
         return None;
     }
-    let request_seq_num = sequence_number(r)?;
-    let protocol_identifier = asn::ProtocolIdentifier(object_identifier(r)?);
+    let seq = sequence_number(r)?;
+    let protocol_identifier = object_identifier(r, walk)?;
     let discovery_complete = r.bit()?;
-    let call_signal_address = transport_addresses(r)?;
-    let ras_address = transport_addresses(r)?;
-    let terminal_type = endpoint_type(r)?;
-    let terminal_alias = optional(has_aliases, || aliases(r))?;
-    let gatekeeper_identifier = optional(has_gatekeeper, || {
-        Some(asn::GatekeeperIdentifier(bmp(r, 128)?))
-    })?;
-    let endpoint_vendor = vendor_identifier(r)?;
-    let mut rrq = asn::RegistrationRequest {
-        request_seq_num,
-        protocol_identifier,
-        non_standard_data: None,
-        discovery_complete,
-        call_signal_address,
-        ras_address,
-        terminal_type,
-        terminal_alias,
-        gatekeeper_identifier,
-        endpoint_vendor,
-        alternate_endpoints: None,
+    let call_signal_address = transport_addresses(r, walk)?;
+    let ras_address = transport_addresses(r, walk)?;
+    let terminal_type = endpoint_type(r, walk)?;
+    let terminal_alias = optional(has_aliases, || aliases(r, walk))?.flatten();
+    let gatekeeper_identifier = optional(has_gatekeeper, || bmp(r, 128, walk))?.flatten();
+    let endpoint_vendor = vendor_identifier(r, walk)?;
+    let mut scalars = Scalars {
+        seq,
+        keep_alive: false,
+        endpoint_id: None,
         time_to_live: None,
-        tokens: None,
-        crypto_tokens: None,
-        integrity_check_value: None,
-        keep_alive: None,
-        endpoint_identifier: None,
-        will_supply_uuies: None,
-        maintain_connection: None,
-        alternate_transport_addresses: None,
-        additive_registration: None,
-        terminal_alias_pattern: None,
-        supports_alt_gk: None,
-        usage_reporting_capability: None,
-        multiple_calls: None,
-        supported_h248_packages: None,
-        call_credit_capability: None,
-        capacity_reporting_capability: None,
-        capacity: None,
-        feature_set: None,
-        generic_data: None,
-        restart: None,
-        supports_acfsequences: None,
-        supports_assigned_gk: None,
-        assigned_gatekeeper: None,
-        transport_qos: None,
-        language: None,
     };
+    let mut keep_alive = None;
+    let mut will_supply_uuies = None;
+    let mut maintain_connection = None;
+    let mut additive_registration = None;
+    let mut supports_alt_gk = None;
+    let mut multiple_calls = None;
+    let mut restart = None;
+    let mut supports_acfsequences = None;
+    let mut supports_assigned_gk = None;
     if extended {
         for index in additions(r, RRQ_ADDITIONS)? {
             let mut content = r.open_type()?;
@@ -151,24 +215,70 @@ fn registration_request(r: &mut Reader<'_>) -> Option<asn::RegistrationRequest> 
             match index {
                 1 => {
                     let ttl = c.constrained(0xFFFF_FFFF)? + 1;
-                    rrq.time_to_live = Some(asn::TimeToLive(u32::try_from(ttl).ok()?));
+                    scalars.time_to_live = Some(u32::try_from(ttl).ok()?);
                 }
-                5 => rrq.keep_alive = Some(c.bit()?),
-                6 => rrq.endpoint_identifier = Some(asn::EndpointIdentifier(bmp(c, 128)?)),
-                7 => rrq.will_supply_uuies = Some(c.bit()?),
-                8 => rrq.maintain_connection = Some(c.bit()?),
-                10 => rrq.additive_registration = Some(null(c)?),
-                12 => rrq.supports_alt_gk = Some(null(c)?),
-                14 => rrq.multiple_calls = Some(c.bit()?),
-                21 => rrq.restart = Some(null(c)?),
-                22 => rrq.supports_acfsequences = Some(null(c)?),
-                23 => rrq.supports_assigned_gk = Some(c.bit()?),
+                5 => keep_alive = Some(c.bit()?),
+                6 => scalars.endpoint_id = Some(bmp_octets(c, 128)?),
+                7 => will_supply_uuies = Some(c.bit()?),
+                8 => maintain_connection = Some(c.bit()?),
+                10 => additive_registration = Some(null(c)?),
+                12 => supports_alt_gk = Some(null(c)?),
+                14 => multiple_calls = Some(c.bit()?),
+                21 => restart = Some(null(c)?),
+                22 => supports_acfsequences = Some(null(c)?),
+                23 => supports_assigned_gk = Some(c.bit()?),
                 _ => return None,
             }
             content.at_end()?;
         }
     }
-    Some(rrq)
+    scalars.keep_alive = keep_alive == Some(true);
+    let rrq = if walk == Walk::Build {
+        Some(asn::RegistrationRequest {
+            request_seq_num: asn::RequestSeqNum(seq),
+            protocol_identifier: asn::ProtocolIdentifier(protocol_identifier?),
+            non_standard_data: None,
+            discovery_complete,
+            call_signal_address: call_signal_address?,
+            ras_address: ras_address?,
+            terminal_type: terminal_type?,
+            terminal_alias,
+            gatekeeper_identifier: gatekeeper_identifier.map(asn::GatekeeperIdentifier),
+            endpoint_vendor: endpoint_vendor?,
+            alternate_endpoints: None,
+            time_to_live: scalars.time_to_live.map(asn::TimeToLive),
+            tokens: None,
+            crypto_tokens: None,
+            integrity_check_value: None,
+            keep_alive,
+            endpoint_identifier: scalars
+                .endpoint_id
+                .map(|octets| asn::EndpointIdentifier(bmp_string(octets))),
+            will_supply_uuies,
+            maintain_connection,
+            alternate_transport_addresses: None,
+            additive_registration,
+            terminal_alias_pattern: None,
+            supports_alt_gk,
+            usage_reporting_capability: None,
+            multiple_calls,
+            supported_h248_packages: None,
+            call_credit_capability: None,
+            capacity_reporting_capability: None,
+            capacity: None,
+            feature_set: None,
+            generic_data: None,
+            restart,
+            supports_acfsequences,
+            supports_assigned_gk,
+            assigned_gatekeeper: None,
+            transport_qos: None,
+            language: None,
+        })
+    } else {
+        None
+    };
+    Some(Walked::Rrq(rrq, scalars))
 }
 
 /// `N` presence bits of a SEQUENCE's OPTIONAL components.
@@ -213,13 +323,13 @@ fn null(_content: &mut Reader<'_>) -> Option<()> {
     Some(())
 }
 
-fn sequence_number(r: &mut Reader<'_>) -> Option<asn::RequestSeqNum> {
+fn sequence_number(r: &mut Reader<'_>) -> Option<u16> {
     let offset = r.constrained(65_535)?;
-    Some(asn::RequestSeqNum(u16::try_from(offset + 1).ok()?))
+    u16::try_from(offset + 1).ok()
 }
 
 /// An OBJECT IDENTIFIER in its minimal BER form.
-fn object_identifier(r: &mut Reader<'_>) -> Option<ObjectIdentifier> {
+fn object_identifier(r: &mut Reader<'_>, walk: Walk) -> Option<Option<ObjectIdentifier>> {
     let length = r.unconstrained_length()?;
     let contents = r.octets(length)?;
     // Up to 16 arcs (longer ones are left to the generated decoder).
@@ -253,11 +363,17 @@ fn object_identifier(r: &mut Reader<'_>) -> Option<ObjectIdentifier> {
     if !fresh || len == 0 {
         return None;
     }
+    // The arcs as read are a valid OBJECT IDENTIFIER (a first arc of 0 or 1 has a second
+    // below 40), so a check has nothing more to look at.
+    if walk == Walk::Check {
+        return Some(None);
+    }
     let arcs = &arcs[..len];
-    match H225_VERSIONS.iter().find(|&&version| version == arcs) {
+    let oid = match H225_VERSIONS.iter().find(|&&version| version == arcs) {
         Some(&version) => ObjectIdentifier::new(version),
         None => ObjectIdentifier::new(arcs.to_vec()),
-    }
+    };
+    oid.map(Some)
 }
 
 /// `protocolIdentifier`s of H.225.0 versions 1 to 7, {itu-t(0) recommendation(0) h(8) 2250
@@ -272,61 +388,100 @@ const H225_VERSIONS: [&[u32]; 7] = [
     &[0, 0, 8, 2250, 0, 7],
 ];
 
-/// A BMPString of `1..=max` characters of the Basic Multilingual Plane.
-fn bmp(r: &mut Reader<'_>, max: usize) -> Option<BmpString> {
+/// A BMPString of `1..=max` characters of the Basic Multilingual Plane, as its UTF-16BE
+/// octets.
+fn bmp_octets<'a>(r: &mut Reader<'a>, max: usize) -> Option<&'a [u8]> {
     let length = r.constrained_length(1, max)?;
     let octets = r.octets(length * 2)?;
-    let units = octets
+    octets
         .chunks_exact(2)
-        .map(|unit| u16::from_be_bytes([unit[0], unit[1]]))
-        .map(|unit| (unit < 0xFFFE).then_some(unit))
-        .collect::<Option<Vec<u16>>>()?;
-    // Every unit is checked above against the alphabet (U+0000 to U+FFFD) that rasn's
-    // `TryFrom` would search a table of 65,534 for, one binary search a character.
-    let mut string = BmpString::default();
-    *string = units;
-    Some(string)
+        .all(|unit| u16::from_be_bytes([unit[0], unit[1]]) < 0xFFFE)
+        .then_some(octets)
 }
 
-fn transport_addresses(r: &mut Reader<'_>) -> Option<Vec<asn::TransportAddress>> {
+/// The BMPString of octets [`bmp_octets`] has checked.
+fn bmp_string(octets: &[u8]) -> BmpString {
+    // Every unit is checked against the alphabet (U+0000 to U+FFFD) that rasn's `TryFrom`
+    // would search a table of 65,534 for, one binary search a character: it is handed over
+    // through DerefMut instead.
+    let mut string = BmpString::default();
+    *string = octets
+        .chunks_exact(2)
+        .map(|unit| u16::from_be_bytes([unit[0], unit[1]]))
+        .collect();
+    string
+}
+
+fn bmp(r: &mut Reader<'_>, max: usize, walk: Walk) -> Option<Option<BmpString>> {
+    let octets = bmp_octets(r, max)?;
+    Some(walk.make(|| bmp_string(octets)))
+}
+
+fn transport_addresses(
+    r: &mut Reader<'_>,
+    walk: Walk,
+) -> Option<Option<Vec<asn::TransportAddress>>> {
     let count = r.unconstrained_length()?;
-    (0..count).map(|_| transport_address(r)).collect()
+    list(count, walk, || transport_address(r, walk))
+}
+
+/// `count` items read one after the other; when building, in a vector allocated once (for
+/// up to 8; a count the datagram cannot hold fails at its first missing item).
+fn list<T>(
+    count: usize,
+    walk: Walk,
+    mut item: impl FnMut() -> Option<Option<T>>,
+) -> Option<Option<Vec<T>>> {
+    let mut items = walk.make(|| Vec::with_capacity(count.min(8)));
+    for _ in 0..count {
+        let read = item()?;
+        if let (Some(items), Some(read)) = (&mut items, read) {
+            items.push(read);
+        }
+    }
+    Some(items)
 }
 
 /// `TransportAddress`: `ipAddress` and `ip6Address`.
-fn transport_address(r: &mut Reader<'_>) -> Option<asn::TransportAddress> {
+fn transport_address(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::TransportAddress>> {
     if r.bit()? {
         return None;
     }
     match r.constrained(7)? {
         0 => {
-            let ip = OctetString::from(r.octets(4)?);
+            let ip = r.octets(4)?;
             let port = r.constrained(65_536)? as u16;
-            Some(asn::TransportAddress::ipAddress(
-                asn::TransportAddressIpAddress::new(ip, port),
-            ))
+            Some(walk.make(|| {
+                asn::TransportAddress::ipAddress(asn::TransportAddressIpAddress::new(
+                    OctetString::from(ip),
+                    port,
+                ))
+            }))
         }
         3 => {
             if r.bit()? {
                 return None;
             }
-            let ip = OctetString::from(r.octets(16)?);
+            let ip = r.octets(16)?;
             let port = r.constrained(65_536)? as u16;
-            Some(asn::TransportAddress::ip6Address(
-                asn::TransportAddressIp6Address::new(ip, port),
-            ))
+            Some(walk.make(|| {
+                asn::TransportAddress::ip6Address(asn::TransportAddressIp6Address::new(
+                    OctetString::from(ip),
+                    port,
+                ))
+            }))
         }
         _ => None,
     }
 }
 
-fn aliases(r: &mut Reader<'_>) -> Option<Vec<asn::AliasAddress>> {
+fn aliases(r: &mut Reader<'_>, walk: Walk) -> Option<Option<Vec<asn::AliasAddress>>> {
     let count = r.unconstrained_length()?;
-    (0..count).map(|_| alias_address(r)).collect()
+    list(count, walk, || alias_address(r, walk))
 }
 
 /// `AliasAddress`: its root alternatives, `dialledDigits` and `h323-ID`.
-fn alias_address(r: &mut Reader<'_>) -> Option<asn::AliasAddress> {
+fn alias_address(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::AliasAddress>> {
     if r.bit()? {
         return None;
     }
@@ -334,56 +489,57 @@ fn alias_address(r: &mut Reader<'_>) -> Option<asn::AliasAddress> {
         0 => {
             let length = r.constrained_length(1, 128)?;
             r.align()?;
-            let digits = (0..length)
-                .map(|_| DIALLED_DIGITS.get(r.bits(4)? as usize).copied())
-                .collect::<Option<Vec<u8>>>()?;
-            Some(asn::AliasAddress::dialledDigits(
-                Ia5String::from_iso646_bytes(&digits).ok()?,
-            ))
+            // Every character of DIALLED_DIGITS is IA5, so the string is filled directly
+            // (through DerefMut), not checked again by `from_iso646_bytes`.
+            let mut digits = walk.make(|| {
+                let mut digits = Ia5String::default();
+                digits.reserve_exact(length);
+                digits
+            });
+            for _ in 0..length {
+                let digit = *DIALLED_DIGITS.get(r.bits(4)? as usize)?;
+                if let Some(digits) = &mut digits {
+                    digits.push(digit);
+                }
+            }
+            Some(digits.map(asn::AliasAddress::dialledDigits))
         }
-        _ => Some(asn::AliasAddress::h323_ID(bmp(r, 256)?)),
+        _ => Some(bmp(r, 256, walk)?.map(asn::AliasAddress::h323_ID)),
     }
 }
 
 /// `EndpointType` with no non-standard data, no extension additions, and empty gateway and
 /// MCU information when present.
-fn endpoint_type(r: &mut Reader<'_>) -> Option<asn::EndpointType> {
+fn endpoint_type(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::EndpointType>> {
     let extended = r.bit()?;
     let [non_standard, vendor, gatekeeper, gateway, mcu, terminal] = flags(r)?;
     if extended || non_standard {
         return None;
     }
-    let vendor = optional(vendor, || vendor_identifier(r))?;
-    let gatekeeper = optional(gatekeeper, || {
-        empty_info(r)?;
-        Some(asn::GatekeeperInfo::new(None))
-    })?;
+    let vendor = optional(vendor, || vendor_identifier(r, walk))?.flatten();
+    let gatekeeper = optional(gatekeeper, || empty_info(r))?;
     let gateway = optional(gateway, || {
         let [extended, protocol, non_standard] = flags(r)?;
-        (!extended && !protocol && !non_standard).then(|| asn::GatewayInfo::new(None, None))
+        (!extended && !protocol && !non_standard).then_some(())
     })?;
-    let mcu = optional(mcu, || {
-        empty_info(r)?;
-        Some(asn::McuInfo::new(None, None))
-    })?;
-    let terminal = optional(terminal, || {
-        empty_info(r)?;
-        Some(asn::TerminalInfo::new(None))
-    })?;
+    let mcu = optional(mcu, || empty_info(r))?;
+    let terminal = optional(terminal, || empty_info(r))?;
     let mc = r.bit()?;
     let undefined_node = r.bit()?;
-    Some(asn::EndpointType::new(
-        None,
-        vendor,
-        gatekeeper,
-        gateway,
-        mcu,
-        terminal,
-        mc,
-        undefined_node,
-        None,
-        None,
-    ))
+    Some(walk.make(|| {
+        asn::EndpointType::new(
+            None,
+            vendor,
+            gatekeeper.map(|()| asn::GatekeeperInfo::new(None)),
+            gateway.map(|()| asn::GatewayInfo::new(None, None)),
+            mcu.map(|()| asn::McuInfo::new(None, None)),
+            terminal.map(|()| asn::TerminalInfo::new(None)),
+            mc,
+            undefined_node,
+            None,
+            None,
+        )
+    }))
 }
 
 /// `SEQUENCE { nonStandardData OPTIONAL, ... }` with neither.
@@ -393,7 +549,7 @@ fn empty_info(r: &mut Reader<'_>) -> Option<()> {
 }
 
 /// `VendorIdentifier` without its extension addition.
-fn vendor_identifier(r: &mut Reader<'_>) -> Option<asn::VendorIdentifier> {
+fn vendor_identifier(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::VendorIdentifier>> {
     let [extended, product, version] = flags(r)?;
     if extended || r.bit()? {
         // The identifier's own extension, or H221NonStandard's.
@@ -405,17 +561,19 @@ fn vendor_identifier(r: &mut Reader<'_>) -> Option<asn::VendorIdentifier> {
     let mut octets = |present: bool| {
         optional(present, || {
             let length = r.constrained_length(1, 256)?;
-            Some(OctetString::from(r.octets(length)?))
+            r.octets(length)
         })
     };
     let product_id = octets(product)?;
     let version_id = octets(version)?;
-    Some(asn::VendorIdentifier::new(
-        asn::H221NonStandard::new(country, extension, manufacturer),
-        product_id,
-        version_id,
-        None,
-    ))
+    Some(walk.make(|| {
+        asn::VendorIdentifier::new(
+            asn::H221NonStandard::new(country, extension, manufacturer),
+            product_id.map(OctetString::from),
+            version_id.map(OctetString::from),
+            None,
+        )
+    }))
 }
 
 #[cfg(test)]
@@ -493,6 +651,39 @@ mod tests {
         })
     }
 
+    /// `read` of a datagram says what `decode` of it builds: a GRQ's sequence number, a
+    /// keep-alive's four fields, any other RRQ whole; and neither reads what the other
+    /// leaves.
+    fn read_agrees_with_decode(octets: &[u8]) -> Result<(), TestCaseError> {
+        let (read, decoded) = (read(octets), decode(octets));
+        match (read, decoded) {
+            (None, None) => {}
+            (Some(Request::Grq { seq }), Some(RasMessage::gatekeeperRequest(grq))) => {
+                prop_assert_eq!(seq, grq.request_seq_num.0);
+            }
+            (Some(Request::KeepAlive(keep_alive)), Some(RasMessage::registrationRequest(rrq))) => {
+                prop_assert_eq!(rrq.keep_alive, Some(true));
+                prop_assert_eq!(keep_alive.seq, rrq.request_seq_num.0);
+                let id = rrq.endpoint_identifier.map(|id| id.0.to_bytes());
+                prop_assert_eq!(Some(keep_alive.endpoint_id.to_vec()), id);
+                prop_assert_eq!(keep_alive.time_to_live, rrq.time_to_live.map(|t| t.0));
+            }
+            (Some(Request::Message(message)), Some(decoded)) => {
+                let RasMessage::registrationRequest(rrq) = &decoded else {
+                    return Err(TestCaseError::fail("a GRQ read as a whole message"));
+                };
+                prop_assert!(rrq.keep_alive != Some(true) || rrq.endpoint_identifier.is_none());
+                prop_assert_eq!(*message, decoded);
+            }
+            (read, decoded) => {
+                return Err(TestCaseError::fail(format!(
+                    "read {read:?} but decoded {decoded:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -507,6 +698,7 @@ mod tests {
                 prop_assert_eq!(&hot, &message);
                 prop_assert_eq!(hot, decode_generated(&octets).unwrap());
             }
+            read_agrees_with_decode(&octets)?;
         }
     }
 
@@ -526,6 +718,7 @@ mod tests {
                 variants.push(flipped);
             }
             for variant in variants {
+                read_agrees_with_decode(&variant)?;
                 if let Some(hot) = decode(&variant) {
                     prop_assert_eq!(Ok(hot), decode_generated(&variant), "octets {:02x?}", variant);
                 }
