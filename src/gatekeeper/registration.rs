@@ -149,10 +149,10 @@ impl Gatekeeper {
         )
     }
 
-    /// A lightweight RRQ: refreshes a registration wherever it arrives; an unknown endpoint
-    /// (or one from another source) must register in full.
     /// A lightweight RRQ of sequence number `seq` naming the registration `key` (when its
-    /// endpointIdentifier is one of ours), asking for `time_to_live` seconds.
+    /// endpointIdentifier is one of ours), asking for `time_to_live` seconds: refreshes the
+    /// registration wherever it arrives; an unknown endpoint (or one from another source)
+    /// must register in full.
     pub(super) fn keep_alive(
         &mut self,
         now: Instant,
