@@ -10,6 +10,18 @@ use rasgk::ras;
 use support::messages::{self, addr, GK, PHONE_RAS};
 use support::tshark::{self, Frame};
 
+/// What tshark reads of these datagrams, written to a pcap of its own (`name` tells this
+/// test's file from others').
+fn tshark_reads(name: &str, datagrams: &[Datagram]) -> tshark::Decoded {
+    let dir = std::env::temp_dir().join(format!("rasgk-wire-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join(format!("{name}.pcap"));
+    write_file(&pcap, datagrams).unwrap();
+    let decoded = tshark::decode(&pcap, &[]);
+    std::fs::remove_dir_all(&dir).ok();
+    decoded
+}
+
 fn assert_values(frame: &Frame, label: &str, expected: &[&str]) {
     let values = frame.values(label);
     assert_eq!(
@@ -55,12 +67,7 @@ fn tshark_decodes_every_message_with_the_values_we_put_in() {
             }
         })
         .collect();
-    let dir = std::env::temp_dir().join(format!("rasgk-wire-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pcap = dir.join("all.pcap");
-    write_file(&pcap, &datagrams).unwrap();
-    let decoded = tshark::decode(&pcap, &[]);
-    std::fs::remove_dir_all(&dir).ok();
+    let decoded = tshark_reads("all", &datagrams);
     assert_eq!(decoded.frames.len(), all.len(), "{}", decoded.stderr);
 
     for ((name, _, message), frame) in all.iter().zip(&decoded.frames) {
@@ -263,12 +270,7 @@ fn tshark_reads_the_gatekeepers_own_gcf_and_rcf() {
     );
     assert!(matches!(keep_alive, Answer::Rcf { .. }), "{keep_alive:?}");
 
-    let dir = std::env::temp_dir().join(format!("rasgk-wire-own-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pcap = dir.join("own.pcap");
-    write_file(&pcap, &datagrams).unwrap();
-    let decoded = tshark::decode(&pcap, &[]);
-    std::fs::remove_dir_all(&dir).ok();
+    let decoded = tshark_reads("own", &datagrams);
     assert_eq!(decoded.frames.len(), 6, "{}", decoded.stderr);
     for frame in &decoded.frames {
         assert!(frame.malformed().is_empty(), "{}", frame.text());

@@ -32,8 +32,12 @@ fn alias_text(alias: &Alias) -> &str {
 impl Gatekeeper {
     /// The registration an `endpointIdentifier` names, if it is registered from `from`.
     pub(super) fn registered(&self, id: &asn::EndpointIdentifier, from: SocketAddr) -> Option<u64> {
-        registry::key_of_units(&id.0)
-            .filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from))
+        self.registered_key(registry::key_of_units(&id.0), from)
+    }
+
+    /// `key`, if it names a registration from `from`.
+    fn registered_key(&self, key: Option<u64>, from: SocketAddr) -> Option<u64> {
+        key.filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from))
     }
 
     /// Is a phone with these aliases in this home region a TTS phone? First matching
@@ -162,8 +166,7 @@ impl Gatekeeper {
         time_to_live: Option<u32>,
         tokens: Option<&[asn::CryptoH323Token]>,
     ) -> Reply {
-        let key = key.filter(|&key| self.registry.get(key).is_some_and(|r| r.source == from));
-        let Some(key) = key else {
+        let Some(key) = self.registered_key(key, from) else {
             return self
                 .reject_rrq(seq, RrjReason::FullRegistrationRequired, None)
                 .into();
