@@ -16,8 +16,10 @@
 //! The ASN.1 types themselves are generated from `asn1/` by `rasn-compiler` (see
 //! `asn1/README.md`) and checked in as `generated.rs`; [`asn`] re-exports them. Code outside
 //! this module should prefer the functions here. The exception is the gatekeeper's hot path:
-//! [`hot_reply`] writes GCF and RCF straight from its values (no `RasMessage` built), and
-//! `decode` reads the common GRQ and RRQ shapes with a hand-written decoder.
+//! [`hot_reply`] writes GCF and RCF straight from its values (no `RasMessage` built),
+//! `decode` reads the common GRQ and RRQ shapes with a hand-written decoder, and
+//! [`read_request`] hands the gatekeeper a GRQ or keep-alive of those shapes as its few
+//! fields, built into no message.
 //!
 //! What this module does not do: no sockets, no clocks, no policy.
 
