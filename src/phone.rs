@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 
 use crate::ras::reply::{EndpointId, GatekeeperId};
-use crate::ras::{self, asn, request, socket_addr, Alias, RasMessage};
+use crate::ras::{self, asn, hot_phone, request, socket_addr, Alias, RasMessage};
 
 /// One phone.
 #[derive(Debug, Clone)]
@@ -247,6 +247,13 @@ impl Phone {
     /// A GRQ (a new sequence number).
     pub fn grq(&mut self) -> Vec<u8> {
         let seq = self.next_seq();
+        // Hand-written where it can be, the generated codec otherwise; the same octets.
+        let mut octets = Vec::with_capacity(64);
+        let written =
+            hot_phone::gatekeeper_request(&mut octets, seq, self.ras_address, &self.aliases, None);
+        if written.is_some() {
+            return octets;
+        }
         encode(&request::gatekeeper_request(
             seq,
             self.ras_address,
@@ -258,6 +265,24 @@ impl Phone {
     /// A full RRQ (a new sequence number).
     pub fn rrq(&mut self) -> Vec<u8> {
         let seq = self.next_seq();
+        if self.password.is_none() {
+            let mut octets = Vec::with_capacity(128);
+            let written = hot_phone::registration_request(
+                &mut octets,
+                &hot_phone::RrqParts {
+                    request_seq_num: seq,
+                    call_signal_address: self.call_signal_address,
+                    ras_address: self.ras_address,
+                    gateway: self.gateway,
+                    aliases: &self.aliases,
+                    gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
+                    time_to_live_s: None,
+                },
+            );
+            if written.is_some() {
+                return octets;
+            }
+        }
         let terminal_type = if self.gateway {
             request::gateway()
         } else {

@@ -150,12 +150,12 @@ pub fn agl_octets(entries: &[AlternateGatekeeper]) -> Option<Vec<u8>> {
 }
 
 /// `RequestSeqNum ::= INTEGER (1..65535)`; 0 is sent as 1, as [`reply`](super::reply) does.
-fn sequence_number(w: &mut Writer, seq: u16) -> Option<()> {
+pub(super) fn sequence_number(w: &mut Writer, seq: u16) -> Option<()> {
     w.constrained(u64::from(seq.max(1) - 1), 65_535)
 }
 
 /// `protocolIdentifier`: its length, then the BER contents.
-fn protocol_identifier(w: &mut Writer) -> Option<()> {
+pub(super) fn protocol_identifier(w: &mut Writer) -> Option<()> {
     w.unconstrained_length(PROTOCOL_IDENTIFIER.len() + 1)?;
     w.octets(&PROTOCOL_IDENTIFIER);
     w.octets(&[PROTOCOL_VERSION]);
@@ -164,7 +164,7 @@ fn protocol_identifier(w: &mut Writer) -> Option<()> {
 
 /// A BMPString of `1..=max` characters given as UTF-16BE octets: its length, then the
 /// octets, aligned.
-fn bmp(w: &mut Writer, octets: &[u8], max: usize) -> Option<()> {
+pub(super) fn bmp(w: &mut Writer, octets: &[u8], max: usize) -> Option<()> {
     if !octets.len().is_multiple_of(2) {
         return None;
     }
@@ -174,7 +174,7 @@ fn bmp(w: &mut Writer, octets: &[u8], max: usize) -> Option<()> {
 }
 
 /// `TransportAddress`: `ipAddress` and `ip6Address`.
-fn transport_address(w: &mut Writer, address: SocketAddr) -> Option<()> {
+pub(super) fn transport_address(w: &mut Writer, address: SocketAddr) -> Option<()> {
     match address.ip() {
         IpAddr::V4(ip) => {
             w.bit(false);
@@ -194,7 +194,7 @@ fn transport_address(w: &mut Writer, address: SocketAddr) -> Option<()> {
 
 /// `AliasAddress`: its root alternatives, `dialledDigits` and `h323-ID`, checked as
 /// [`Alias::to_asn`] checks them.
-fn alias_address(w: &mut Writer, alias: &Alias) -> Option<()> {
+pub(super) fn alias_address(w: &mut Writer, alias: &Alias) -> Option<()> {
     match alias {
         Alias::DialledDigits(digits) => {
             w.bit(false);

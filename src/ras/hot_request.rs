@@ -20,12 +20,8 @@ use rasn::types::{BmpString, Ia5String, ObjectIdentifier, OctetString};
 use super::aper::Reader;
 use super::asn;
 use super::asn::RasMessage;
+use super::hot_phone::{GRQ_ADDITIONS, RRQ_ADDITIONS};
 use super::hot_reply::{DIALLED_DIGITS, RAS_MESSAGE_ROOT};
-
-/// Extension additions of `GatekeeperRequest`.
-const GRQ_ADDITIONS: usize = 12;
-/// Extension additions of `RegistrationRequest`.
-const RRQ_ADDITIONS: usize = 27;
 
 /// What a walk makes of the components it reads and checks.
 #[derive(Clone, Copy, PartialEq, Eq)]
