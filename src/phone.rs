@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 
 use crate::ras::reply::{EndpointId, GatekeeperId};
-use crate::ras::{self, asn, hot_phone, request, socket_addr, Alias, RasMessage};
+use crate::ras::{self, asn, hot_confirm, hot_phone, request, socket_addr, Alias, RasMessage};
 
 /// One phone.
 #[derive(Debug, Clone)]
@@ -125,7 +125,25 @@ fn addresses(list: &[asn::AlternateGK]) -> Vec<SocketAddr> {
 impl Answer {
     /// Reads a gatekeeper's datagram.
     pub fn read(datagram: &[u8]) -> Result<Answer, ras::DecodeError> {
-        Ok(Answer::from_message(&ras::decode(datagram)?))
+        // A GCF or RCF as rasgk writes them is read by hand; anything else is decoded.
+        match hot_confirm::read(datagram) {
+            Some(hot_confirm::Confirm::Gcf { seq, ras_address }) => Ok(Answer::Gcf {
+                seq,
+                ras_address: Some(ras_address),
+            }),
+            Some(hot_confirm::Confirm::Rcf {
+                seq,
+                endpoint_id,
+                agl,
+                time_to_live_s,
+            }) => Ok(Answer::Rcf {
+                seq,
+                endpoint_id: ras::utf16be_text(endpoint_id),
+                agl,
+                time_to_live_s,
+            }),
+            None => Ok(Answer::from_message(&ras::decode(datagram)?)),
+        }
     }
 
     /// Reads a decoded message.

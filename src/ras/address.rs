@@ -115,8 +115,12 @@ pub(crate) fn bmp(kind: &'static str, value: &str, max: usize) -> Result<BmpStri
 
 /// UTF-8 text from a BMPString; unpaired surrogates become U+FFFD.
 pub(crate) fn bmp_text(value: &BmpString) -> String {
-    let units: Vec<u16> = value
-        .to_bytes()
+    utf16be_text(&value.to_bytes())
+}
+
+/// The text of BMP characters given as UTF-16BE octets (a lone surrogate becomes U+FFFD).
+pub(crate) fn utf16be_text(octets: &[u8]) -> String {
+    let units: Vec<u16> = octets
         .chunks_exact(2)
         .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
         .collect();

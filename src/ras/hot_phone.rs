@@ -190,15 +190,14 @@ fn vendor(w: &mut Writer) -> Option<()> {
 mod tests {
     use proptest::prelude::*;
 
-    use super::super::hot_strategies::{address, alias, generated};
+    use super::super::hot_strategies::{address, alias, generated, identifier};
     use super::super::reply::GatekeeperId;
     use super::super::request;
     use super::*;
 
-    fn identifier() -> impl Strategy<Value = Option<GatekeeperId>> {
+    fn gatekeeper() -> impl Strategy<Value = Option<GatekeeperId>> {
         proptest::option::of(
-            prop_oneof!["[A-Za-z0-9]{1,128}", "\\PC{1,30}"]
-                .prop_filter_map("an identifier", |id| GatekeeperId::new(&id).ok()),
+            identifier().prop_filter_map("an identifier", |id| GatekeeperId::new(&id).ok()),
         )
     }
 
@@ -215,7 +214,7 @@ mod tests {
             seq in 0u16..,
             ras in address(),
             aliases in proptest::collection::vec(alias(), 0..4),
-            gatekeeper in identifier(),
+            gatekeeper in gatekeeper(),
         ) {
             let message = request::gatekeeper_request(seq, ras, &aliases, gatekeeper.as_ref());
             let mut hot = vec![0xEE; 3];
@@ -235,7 +234,7 @@ mod tests {
             call in address(),
             gateway in any::<bool>(),
             aliases in proptest::collection::vec(alias(), 0..4),
-            gatekeeper in identifier(),
+            gatekeeper in gatekeeper(),
             ttl in proptest::option::of(0u32..),
         ) {
             let message = request::registration_request(&request::Rrq {

@@ -23,7 +23,7 @@ use super::Alias;
 /// Root alternatives of `RasMessage` (before its `...`).
 pub(super) const RAS_MESSAGE_ROOT: u64 = 26;
 /// Extension additions of `RegistrationConfirm`.
-const RCF_ADDITIONS: usize = 20;
+pub(super) const RCF_ADDITIONS: usize = 20;
 /// `dialledDigits`' permitted alphabet, in the order of its character codes.
 pub(super) const DIALLED_DIGITS: &[u8] = b"#*,0123456789";
 /// The H.225.0 protocol identifier 0.0.8.2250.0.4 as its OBJECT IDENTIFIER contents
@@ -228,13 +228,9 @@ pub(super) fn alias_address(w: &mut Writer, alias: &Alias) -> Option<()> {
 mod tests {
     use proptest::prelude::*;
 
-    use super::super::hot_strategies::{address, alias, generated};
-    use super::super::reply::{self, AlternateGatekeeper, EndpointId, GatekeeperId, Rcf};
+    use super::super::hot_strategies::{address, agl, agl_entries, alias, generated, identifier};
+    use super::super::reply::{self, EndpointId, GatekeeperId, Rcf};
     use super::*;
-
-    fn identifier() -> impl Strategy<Value = String> {
-        prop_oneof!["[A-Za-z0-9]{1,128}", "\\PC{1,30}"]
-    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
@@ -247,19 +243,12 @@ mod tests {
             call_signal in proptest::collection::vec(address(), 0..3),
             aliases in proptest::collection::vec(alias(), 0..4),
             ttl in proptest::option::of(1u32..),
-            agl in proptest::collection::vec((address(), any::<bool>(), 0u8..128), 0..20),
+            agl_entries in agl_entries(20),
         ) {
             let (Ok(gatekeeper), Ok(endpoint)) = (GatekeeperId::new(&gatekeeper), EndpointId::new(&endpoint)) else {
                 return Ok(());
             };
-            let agl: Vec<AlternateGatekeeper> = agl
-                .into_iter()
-                .map(|(ras_address, named, priority)| AlternateGatekeeper {
-                    ras_address,
-                    gatekeeper_id: named.then(|| gatekeeper.clone()),
-                    priority,
-                })
-                .collect();
+            let agl = agl(agl_entries, &gatekeeper);
             let message = reply::registration_confirm(&Rcf {
                 request_seq_num: seq,
                 gatekeeper_id: &gatekeeper,

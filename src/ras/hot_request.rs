@@ -15,6 +15,8 @@
 //! nothing of a keep-alive but four fields — reads and checks every component the same way
 //! but builds none of them, so a GRQ or keep-alive costs no allocation at all.
 
+use std::net::{IpAddr, SocketAddr};
+
 use rasn::types::{BmpString, Ia5String, ObjectIdentifier, OctetString};
 
 use super::aper::Reader;
@@ -25,7 +27,7 @@ use super::hot_reply::{DIALLED_DIGITS, RAS_MESSAGE_ROOT};
 
 /// What a walk makes of the components it reads and checks.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Walk {
+pub(super) enum Walk {
     /// The generated types' values.
     Build,
     /// Nothing: every reader answers `Some(None)` for a well-formed component.
@@ -296,7 +298,7 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
 }
 
 /// `N` presence bits of a SEQUENCE's OPTIONAL components.
-fn flags<const N: usize>(r: &mut Reader<'_>) -> Option<[bool; N]> {
+pub(super) fn flags<const N: usize>(r: &mut Reader<'_>) -> Option<[bool; N]> {
     let mut flags = [false; N];
     for flag in &mut flags {
         *flag = r.bit()?;
@@ -315,7 +317,7 @@ fn optional<T>(present: bool, read: impl FnOnce() -> Option<T>) -> Option<Option
 
 /// The indices of the extension additions present, from the bitmap after a SEQUENCE's
 /// root (one of a type with `known` additions; a bitmap naming more is not read here).
-fn additions(r: &mut Reader<'_>, known: usize) -> Option<impl Iterator<Item = usize>> {
+pub(super) fn additions(r: &mut Reader<'_>, known: usize) -> Option<impl Iterator<Item = usize>> {
     if r.bit()? {
         return None;
     }
@@ -337,13 +339,16 @@ fn null(_content: &mut Reader<'_>) -> Option<()> {
     Some(())
 }
 
-fn sequence_number(r: &mut Reader<'_>) -> Option<u16> {
+pub(super) fn sequence_number(r: &mut Reader<'_>) -> Option<u16> {
     let offset = r.constrained(65_535)?;
     u16::try_from(offset + 1).ok()
 }
 
 /// An OBJECT IDENTIFIER in its minimal BER form.
-fn object_identifier(r: &mut Reader<'_>, walk: Walk) -> Option<Option<ObjectIdentifier>> {
+pub(super) fn object_identifier(
+    r: &mut Reader<'_>,
+    walk: Walk,
+) -> Option<Option<ObjectIdentifier>> {
     let length = r.unconstrained_length()?;
     let contents = r.octets(length)?;
     // Up to 16 arcs (longer ones are left to the generated decoder).
@@ -404,7 +409,7 @@ const H225_VERSIONS: [&[u32]; 7] = [
 
 /// A BMPString of `1..=max` characters of the Basic Multilingual Plane, as its UTF-16BE
 /// octets.
-fn bmp_octets<'a>(r: &mut Reader<'a>, max: usize) -> Option<&'a [u8]> {
+pub(super) fn bmp_octets<'a>(r: &mut Reader<'a>, max: usize) -> Option<&'a [u8]> {
     let length = r.constrained_length(1, max)?;
     let octets = r.octets(length * 2)?;
     octets
@@ -458,35 +463,28 @@ fn list<T>(
 
 /// `TransportAddress`: `ipAddress` and `ip6Address`.
 fn transport_address(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::TransportAddress>> {
+    let address = socket_address(r)?;
+    Some(walk.make(|| super::transport_address(address)))
+}
+
+/// A `TransportAddress` of the `ipAddress` or `ip6Address` alternative, as its socket
+/// address.
+pub(super) fn socket_address(r: &mut Reader<'_>) -> Option<SocketAddr> {
     if r.bit()? {
         return None;
     }
-    match r.constrained(7)? {
-        0 => {
-            let ip = r.octets(4)?;
-            let port = r.constrained(65_536)? as u16;
-            Some(walk.make(|| {
-                asn::TransportAddress::ipAddress(asn::TransportAddressIpAddress::new(
-                    OctetString::from(ip),
-                    port,
-                ))
-            }))
-        }
+    let ip = match r.constrained(7)? {
+        0 => IpAddr::from(<[u8; 4]>::try_from(r.octets(4)?).ok()?),
         3 => {
             if r.bit()? {
                 return None;
             }
-            let ip = r.octets(16)?;
-            let port = r.constrained(65_536)? as u16;
-            Some(walk.make(|| {
-                asn::TransportAddress::ip6Address(asn::TransportAddressIp6Address::new(
-                    OctetString::from(ip),
-                    port,
-                ))
-            }))
+            IpAddr::from(<[u8; 16]>::try_from(r.octets(16)?).ok()?)
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    let port = r.constrained(65_536)? as u16;
+    Some(SocketAddr::new(ip, port))
 }
 
 fn aliases(r: &mut Reader<'_>, walk: Walk) -> Option<Option<Vec<asn::AliasAddress>>> {
@@ -495,7 +493,7 @@ fn aliases(r: &mut Reader<'_>, walk: Walk) -> Option<Option<Vec<asn::AliasAddres
 }
 
 /// `AliasAddress`: its root alternatives, `dialledDigits` and `h323-ID`.
-fn alias_address(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::AliasAddress>> {
+pub(super) fn alias_address(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::AliasAddress>> {
     if r.bit()? {
         return None;
     }
@@ -595,13 +593,13 @@ mod tests {
     use proptest::prelude::*;
 
     use super::super::codec::decode_generated;
-    use super::super::hot_strategies::{address, alias, generated as octets};
+    use super::super::hot_strategies::{self as strategies, address, alias, generated as octets};
     use super::super::reply::{EndpointId, GatekeeperId};
     use super::super::request;
     use super::*;
 
     fn identifier() -> impl Strategy<Value = Option<String>> {
-        proptest::option::of(prop_oneof!["[A-Za-z0-9]{1,128}", "\\PC{1,30}"])
+        proptest::option::of(strategies::identifier())
     }
 
     /// A GRQ, full RRQ or lightweight RRQ as `request::` builds them.

@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use proptest::prelude::*;
 
 use super::codec::encode_generated;
+use super::reply::{AlternateGatekeeper, GatekeeperId};
 use super::{Alias, RasMessage};
 
 /// The octets of the generated codec alone.
@@ -32,4 +33,30 @@ pub(super) fn alias() -> impl Strategy<Value = Alias> {
         "\\PC{1,40}".prop_filter_map("BMP only", |n| Alias::h323_id(&n).ok()),
         "[a-z]{1,20}".prop_map(|u| Alias::UrlId(format!("http://{u}"))),
     ]
+}
+
+/// Gatekeeper and endpoint identifiers: long ASCII ones and short ones of any characters
+/// (some of which the identifier types refuse).
+pub(super) fn identifier() -> impl Strategy<Value = String> {
+    prop_oneof!["[A-Za-z0-9]{1,128}", "\\PC{1,30}"]
+}
+
+/// AGL entries of up to `most` (address, named by `gatekeeper` or not, priority).
+pub(super) fn agl_entries(most: usize) -> impl Strategy<Value = Vec<(SocketAddr, bool, u8)>> {
+    proptest::collection::vec((address(), any::<bool>(), 0u8..128), 0..most)
+}
+
+/// The AGL of [`agl_entries`].
+pub(super) fn agl(
+    entries: Vec<(SocketAddr, bool, u8)>,
+    gatekeeper: &GatekeeperId,
+) -> Vec<AlternateGatekeeper> {
+    entries
+        .into_iter()
+        .map(|(ras_address, named, priority)| AlternateGatekeeper {
+            ras_address,
+            gatekeeper_id: named.then(|| gatekeeper.clone()),
+            priority,
+        })
+        .collect()
 }

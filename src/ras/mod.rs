@@ -30,6 +30,7 @@ mod address;
 mod aper;
 mod codec;
 pub mod h235;
+pub mod hot_confirm;
 pub(crate) mod hot_phone;
 pub(crate) mod hot_reply;
 mod hot_request;
@@ -49,7 +50,7 @@ pub mod asn {
     pub use super::generated::multimedia_system_control as h245;
 }
 
-pub(crate) use address::bmp_text;
+pub(crate) use address::{bmp_text, utf16be_text};
 pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
 pub use codec::{decode, encode, encode_into, read_request, to_json, DecodeError, EncodeError};
