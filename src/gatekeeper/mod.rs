@@ -385,7 +385,8 @@ impl Gatekeeper {
                 checked = Some(fingerprint);
             }
         }
-        let request = match ras::read_request(datagram) {
+        let mut slot = None;
+        let request = match ras::read_request(datagram, &mut slot) {
             Ok(request) => request,
             Err(error) => {
                 tracing::debug!(peer = %from, %error, "undecodable datagram");

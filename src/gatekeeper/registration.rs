@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::events::{Ending, Event};
-use super::registry::{self, Registration};
+use super::registry::{self, CallSignalAddresses, Registration};
 use super::{policy, Gatekeeper, Reply, Timer, TTS_RETRY};
 use crate::calls::NoRoute;
 use crate::config::NodeIdx;
@@ -220,7 +220,7 @@ impl Gatekeeper {
                 .reject_rrq(seq, RrjReason::DiscoveryRequired, None)
                 .into();
         };
-        let call_signal_address: Vec<SocketAddr> = rrq
+        let call_signal_address: CallSignalAddresses = rrq
             .call_signal_address
             .iter()
             .filter_map(socket_addr)
@@ -298,7 +298,7 @@ impl Gatekeeper {
             }
             Some(clan)
         };
-        let tiers = self.topology.tiers(region).into_owned();
+        let tiers = self.topology.tiers(region);
         let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
         let agl = self.agls.intern(&agl);
         let ttl_s = self.granted_ttl(rrq.time_to_live.as_ref().map(|ttl| ttl.0));
@@ -308,7 +308,7 @@ impl Gatekeeper {
                 aliases: aliases.into_boxed_slice(),
                 source: from,
                 ras_address,
-                call_signal_address: call_signal_address.into(),
+                call_signal_address,
                 gateway: rrq.terminal_type.gateway.is_some(),
                 region,
                 tts,

@@ -62,9 +62,24 @@ pub enum CallSignalAddresses {
 
 impl From<Vec<SocketAddr>> for CallSignalAddresses {
     fn from(addresses: Vec<SocketAddr>) -> Self {
-        match addresses[..] {
-            [one] => CallSignalAddresses::One(one),
-            _ => CallSignalAddresses::Many(addresses.into_boxed_slice()),
+        addresses.into_iter().collect()
+    }
+}
+
+impl FromIterator<SocketAddr> for CallSignalAddresses {
+    /// One address is held inline without a vector on the way.
+    fn from_iter<I: IntoIterator<Item = SocketAddr>>(addresses: I) -> Self {
+        let mut addresses = addresses.into_iter();
+        let Some(first) = addresses.next() else {
+            return CallSignalAddresses::Many(Box::new([]));
+        };
+        match addresses.next() {
+            None => CallSignalAddresses::One(first),
+            Some(second) => {
+                let mut all = vec![first, second];
+                all.extend(addresses);
+                CallSignalAddresses::Many(all.into_boxed_slice())
+            }
         }
     }
 }
@@ -486,5 +501,7 @@ mod tests {
         assert_eq!(&single[..], &[one]);
         assert_eq!(&CallSignalAddresses::from(vec![one, two])[..], &[one, two]);
         assert!(CallSignalAddresses::from(Vec::new()).is_empty());
+        let three: CallSignalAddresses = [one, two, one].into_iter().collect();
+        assert_eq!(&three[..], &[one, two, one]);
     }
 }

@@ -78,14 +78,16 @@ pub fn decode(bytes: &[u8]) -> Result<RasMessage, DecodeError> {
 /// Reads one datagram as the gatekeeper needs it: a GRQ or lightweight RRQ of the shapes
 /// phones send as the few fields it uses (read and checked as [`decode`] reads them, built
 /// into nothing), anything else decoded as [`decode`] decodes it.
-pub fn read_request(bytes: &[u8]) -> Result<super::Request<'_>, DecodeError> {
-    if bytes.is_empty() {
-        return Err(DecodeError::Empty);
-    }
+/// A decoded message is put in `slot`, which the caller keeps for as long as the request.
+pub fn read_request<'a>(
+    bytes: &'a [u8],
+    slot: &'a mut Option<RasMessage>,
+) -> Result<super::Request<'a>, DecodeError> {
     if let Some(request) = super::hot_request::read(bytes) {
         return Ok(request);
     }
-    decode_generated(bytes).map(|message| super::Request::Message(Box::new(message)))
+    let message = decode(bytes)?;
+    Ok(super::Request::Message(slot.insert(message)))
 }
 
 /// Decodes through the generated codec only.
