@@ -30,7 +30,7 @@ mod address;
 mod aper;
 mod codec;
 pub mod h235;
-pub mod hot_confirm;
+pub(crate) mod hot_confirm;
 pub(crate) mod hot_phone;
 pub(crate) mod hot_reply;
 mod hot_request;
