@@ -14,7 +14,8 @@ use std::net::SocketAddr;
 
 use super::aper::Writer;
 use super::hot_reply::{
-    alias_address, bmp, protocol_identifier, sequence_number, transport_address, RAS_MESSAGE_ROOT,
+    additions, alias_list, bmp, boolean_addition, null_addition, protocol_identifier,
+    sequence_number, time_to_live, transport_address, RAS_MESSAGE_ROOT,
 };
 use super::Alias;
 
@@ -70,7 +71,7 @@ pub fn gatekeeper_request(
     }
     alias_list(&mut w, aliases)?;
     // supportsAltGK (7) NULL, supportsAssignedGK (10) FALSE.
-    additions(&mut w, GRQ_ADDITIONS, &[7, 10]);
+    additions(&mut w, GRQ_ADDITIONS, 1 << 7 | 1 << 10);
     null_addition(&mut w)?;
     boolean_addition(&mut w, false)?;
     w.finish_into(out);
@@ -104,12 +105,11 @@ pub fn registration_request(out: &mut Vec<u8>, rrq: &RrqParts<'_>) -> Option<()>
     vendor(&mut w)?;
     // timeToLive (1), keepAlive (5) FALSE, willSupplyUUIEs (7) FALSE, maintainConnection
     // (8) FALSE, supportsAltGK (12) NULL, supportsAssignedGK (23) FALSE.
-    match rrq.time_to_live_s {
-        Some(ttl) => {
-            additions(&mut w, RRQ_ADDITIONS, &[1, 5, 7, 8, 12, 23]);
-            w.open_type(|w| w.constrained(u64::from(ttl.max(1)) - 1, 0xFFFF_FFFF))?;
-        }
-        None => additions(&mut w, RRQ_ADDITIONS, &[5, 7, 8, 12, 23]),
+    let present =
+        u64::from(rrq.time_to_live_s.is_some()) << 1 | 1 << 5 | 1 << 7 | 1 << 8 | 1 << 12 | 1 << 23;
+    additions(&mut w, RRQ_ADDITIONS, present);
+    if let Some(ttl) = rrq.time_to_live_s {
+        time_to_live(&mut w, ttl)?;
     }
     for _ in 0..3 {
         boolean_addition(&mut w, false)?;
@@ -118,38 +118,6 @@ pub fn registration_request(out: &mut Vec<u8>, rrq: &RrqParts<'_>) -> Option<()>
     boolean_addition(&mut w, false)?;
     w.finish_into(out);
     Some(())
-}
-
-/// The bitmap of a SEQUENCE's `count` extension additions (its length as a normally small
-/// length, then a bit each), with those at `present` set.
-fn additions(w: &mut Writer, count: usize, present: &[usize]) {
-    w.bit(false);
-    w.bits(count as u64 - 1, 6);
-    for index in 0..count {
-        w.bit(present.contains(&index));
-    }
-}
-
-/// A NULL extension addition: an open type of one zero octet.
-fn null_addition(w: &mut Writer) -> Option<()> {
-    w.open_type(|_| Some(()))
-}
-
-/// A BOOLEAN extension addition: an open type of one octet.
-fn boolean_addition(w: &mut Writer, value: bool) -> Option<()> {
-    w.open_type(|w| {
-        w.bit(value);
-        Some(())
-    })
-}
-
-/// `SEQUENCE OF AliasAddress` when there are aliases (absent when empty).
-fn alias_list(w: &mut Writer, aliases: &[Alias]) -> Option<()> {
-    if aliases.is_empty() {
-        return Some(());
-    }
-    w.unconstrained_length(aliases.len())?;
-    aliases.iter().try_for_each(|alias| alias_address(w, alias))
 }
 
 /// `EndpointType` with only `terminal` or only `gateway` (no protocols), each empty.

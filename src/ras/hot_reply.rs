@@ -89,38 +89,25 @@ pub fn registration_confirm(out: &mut Vec<u8>, rcf: &RcfParts<'_>) -> Option<()>
     for &address in rcf.call_signal_address {
         transport_address(&mut w, address)?;
     }
-    if !rcf.aliases.is_empty() {
-        w.unconstrained_length(rcf.aliases.len())?;
-        for alias in rcf.aliases {
-            alias_address(&mut w, alias)?;
-        }
-    }
+    alias_list(&mut w, rcf.aliases)?;
     bmp(&mut w, rcf.gatekeeper_id, 128)?;
     bmp(&mut w, rcf.endpoint_id, 128)?;
-    // The bitmap of additions: its length as a normally small length, then a bit each —
     // alternateGatekeeper (0), timeToLive (1), willRespondToIRR (5), maintainConnection (7).
-    w.bit(false);
-    w.bits(RCF_ADDITIONS as u64 - 1, 6);
-    let mut bitmap = [false; RCF_ADDITIONS];
-    bitmap[0] = rcf.agl.is_some();
-    bitmap[1] = rcf.time_to_live_s.is_some();
-    bitmap[5] = true;
-    bitmap[7] = true;
-    for is in bitmap {
-        w.bit(is);
-    }
+    let present = u64::from(rcf.agl.is_some())
+        | u64::from(rcf.time_to_live_s.is_some()) << 1
+        | 1 << 5
+        | 1 << 7;
+    additions(&mut w, RCF_ADDITIONS, present);
     if let Some(agl) = rcf.agl {
         w.unconstrained_length(agl.len())?;
         w.octets(agl);
     }
     if let Some(ttl) = rcf.time_to_live_s {
-        w.open_type(|w| w.constrained(u64::from(ttl.max(1)) - 1, 0xFFFF_FFFF))?;
+        time_to_live(&mut w, ttl)?;
     }
-    // willRespondToIRR and maintainConnection: FALSE, each an open type of one octet.
-    for _ in 0..2 {
-        w.unconstrained_length(1)?;
-        w.octets(&[0]);
-    }
+    // willRespondToIRR and maintainConnection: FALSE.
+    boolean_addition(&mut w, false)?;
+    boolean_addition(&mut w, false)?;
     w.finish_into(out);
     Some(())
 }
@@ -147,6 +134,44 @@ pub fn agl_octets(entries: &[AlternateGatekeeper]) -> Option<Vec<u8>> {
     }
     w.finish_into(&mut octets);
     Some(octets)
+}
+
+/// The bitmap of a SEQUENCE's `count` extension additions (its length as a normally small
+/// length, then a bit each), with the additions whose bits are set in `present`.
+pub(super) fn additions(w: &mut Writer, count: usize, present: u64) {
+    w.bit(false);
+    w.bits(count as u64 - 1, 6);
+    for index in 0..count {
+        w.bit(present & 1 << index != 0);
+    }
+}
+
+/// A NULL extension addition: an open type of one zero octet.
+pub(super) fn null_addition(w: &mut Writer) -> Option<()> {
+    w.open_type(|_| Some(()))
+}
+
+/// A BOOLEAN extension addition: an open type of one octet.
+pub(super) fn boolean_addition(w: &mut Writer, value: bool) -> Option<()> {
+    w.open_type(|w| {
+        w.bit(value);
+        Some(())
+    })
+}
+
+/// `timeToLive INTEGER (1..4294967295)` as an extension addition; 0 is sent as 1, as the
+/// constructors do.
+pub(super) fn time_to_live(w: &mut Writer, seconds: u32) -> Option<()> {
+    w.open_type(|w| w.constrained(u64::from(seconds.max(1)) - 1, 0xFFFF_FFFF))
+}
+
+/// `SEQUENCE OF AliasAddress` when there are aliases (absent when empty).
+pub(super) fn alias_list(w: &mut Writer, aliases: &[Alias]) -> Option<()> {
+    if aliases.is_empty() {
+        return Some(());
+    }
+    w.unconstrained_length(aliases.len())?;
+    aliases.iter().try_for_each(|alias| alias_address(w, alias))
 }
 
 /// `RequestSeqNum ::= INTEGER (1..65535)`; 0 is sent as 1, as [`reply`](super::reply) does.
