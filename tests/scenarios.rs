@@ -1141,3 +1141,86 @@ fn a_cached_rcf_is_held_back_once_its_phone_is_no_longer_registered() {
     assert!(lab.send(clan, &p, &rrq).is_empty());
     assert_eq!(lab.gatekeeper.stats().reflection_dropped, 1);
 }
+
+#[test]
+fn a_phone_registering_again_as_it_was_keeps_its_socket_and_its_names() {
+    use rasgk::gatekeeper::events::{Ending, Event};
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    let clan = lab.register(&mut p);
+    let mut q = phone(1, 2);
+    lab.register(&mut q);
+    let id = p.endpoint_id.clone();
+    let loads = lab.loads();
+    drop(lab.gatekeeper.drain_events());
+
+    // At 100 s, the same full RRQ again (new seq, new call signalling port): same id, same
+    // socket, no load moved, and the events of a re-registration.
+    lab.at(100);
+    p.call_signal_address.set_port(1721);
+    assert!(matches!(lab.rrq_at(clan, &mut p), Answer::Rcf { .. }));
+    assert_eq!(p.endpoint_id, id);
+    assert_eq!(lab.loads(), loads);
+    assert_eq!(lab.gatekeeper.registrations().len(), 2);
+    let events = lab.gatekeeper.drain_events();
+    assert!(
+        matches!(
+            &events[..],
+            [
+                Event::Unregistered {
+                    reason: Ending::Reregistered,
+                    ..
+                },
+                Event::Registered { tts: false, .. }
+            ]
+        ),
+        "{events:?}"
+    );
+    // Its alias still names it: another address cannot take it; its keep-alive is known.
+    let mut thief = phone(1, 3);
+    thief.aliases = p.aliases.clone();
+    assert_eq!(
+        reason(lab.rrq_at(clan, &mut thief)),
+        "duplicateAlias",
+        "the alias index still holds the phone"
+    );
+    let keep_alive = p.keep_alive().unwrap();
+    assert!(matches!(
+        lab.ask(clan, &mut p, &keep_alive),
+        Answer::Rcf { .. }
+    ));
+
+    // Its TTL counts from the re-registration (300 s from 100 s), not from the first.
+    lab.at(350);
+    let left: Vec<String> = lab
+        .gatekeeper
+        .registrations()
+        .into_iter()
+        .map(|r| r.endpoint_id)
+        .collect();
+    assert_eq!(
+        left,
+        vec![id.as_ref().unwrap().text()],
+        "q expired at 300 s"
+    );
+    lab.at(401);
+    assert!(
+        lab.gatekeeper.registrations().is_empty(),
+        "p expired at 400 s"
+    );
+    assert_eq!(lab.loads(), vec![(0, 0); 3]);
+
+    // Registering again with other aliases frees the old one for another phone.
+    let mut r = phone(1, 4);
+    let r_clan = lab.register(&mut r);
+    let old = r.aliases.clone();
+    r.aliases = phone(1, 5).aliases;
+    assert!(matches!(lab.rrq_at(r_clan, &mut r), Answer::Rcf { .. }));
+    let mut heir = phone(1, 6);
+    heir.aliases = old;
+    assert!(matches!(lab.rrq_at(r_clan, &mut heir), Answer::Rcf { .. }));
+    assert_eq!(lab.gatekeeper.registrations().len(), 2);
+    let mut thief = phone(1, 7);
+    thief.aliases = r.aliases.clone();
+    assert_eq!(reason(lab.rrq_at(r_clan, &mut thief)), "duplicateAlias");
+}

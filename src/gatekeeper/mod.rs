@@ -830,20 +830,26 @@ impl Gatekeeper {
     /// Frees a registration's socket and forgets it.
     fn unregister(&mut self, key: u64, reason: Ending) -> Option<registry::Registration> {
         let registration = self.registry.remove(key)?;
-        self.calls.end_all_of(key);
         self.settle_expiries();
         if let Some(clan) = registration.socket {
             self.loads.remove_socket(clan);
         }
+        self.registration_ended(key, registration.socket, reason);
+        Some(registration)
+    }
+
+    /// What ends with registration `key` (socket on `socket`) besides its registry entry
+    /// and its socket: its calls, a pending TTS placement, and the event.
+    fn registration_ended(&mut self, key: u64, socket: Option<ClanIdx>, reason: Ending) {
+        self.calls.end_all_of(key);
         self.tts_pending.remove(&key);
         if self.events.watched() {
             self.events.push(Event::Unregistered {
                 endpoint_id: registry::endpoint_id_text(key),
                 reason,
-                clan: registration.socket.map(|clan| self.clan_name(clan)),
+                clan: socket.map(|clan| self.clan_name(clan)),
             });
         }
-        Some(registration)
     }
 
     /// Drops the reservation of a RAS source, if any.

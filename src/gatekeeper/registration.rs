@@ -274,17 +274,35 @@ impl Gatekeeper {
                 .into();
         }
 
+        // A phone registering again as it was (same aliases, not TTS, its socket on this
+        // C-LAN) keeps its registry slot and its socket: the same state as unregistering it
+        // and registering it anew, without taking its indexes and the C-LAN's load apart
+        // and putting them back.
+        let in_place = existing.filter(|&key| {
+            !tts && reservation != Some(clan)
+                && self.registry.get(key).is_some_and(|held| {
+                    !held.tts && held.socket == Some(clan) && *held.aliases == *aliases
+                })
+        });
+
         // Accepted: from here on, state changes.
-        let key = match existing {
-            Some(key) => {
+        let key = match (existing, in_place) {
+            (_, Some(key)) => {
+                self.registration_ended(key, Some(clan), Ending::Reregistered);
+                key
+            }
+            (Some(key), None) => {
                 self.unregister(key, Ending::Reregistered);
                 key
             }
-            None => self.registry.new_key(),
+            (None, None) => self.registry.new_key(),
         };
         let socket = if tts {
             self.release_reservation(from);
             None
+        } else if in_place.is_some() {
+            self.release_reservation(from);
+            Some(clan)
         } else {
             if reservation == Some(clan) {
                 if let Some(used) = self.reservations.remove(&from) {
@@ -302,23 +320,25 @@ impl Gatekeeper {
         let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
         let agl = self.agls.intern(&agl);
         let ttl_s = self.granted_ttl(rrq.time_to_live.as_ref().map(|ttl| ttl.0));
-        self.registry.insert(
-            key,
-            Registration {
-                aliases: aliases.into_boxed_slice(),
-                source: from,
-                ras_address,
-                call_signal_address,
-                gateway: rrq.terminal_type.gateway.is_some(),
-                region,
-                tts,
-                registered_via: clan,
-                socket,
-                agl,
-                ttl_s,
-                expires: now,
-            },
-        );
+        let registration = Registration {
+            aliases: aliases.into_boxed_slice(),
+            source: from,
+            ras_address,
+            call_signal_address,
+            gateway: rrq.terminal_type.gateway.is_some(),
+            region,
+            tts,
+            registered_via: clan,
+            socket,
+            agl,
+            ttl_s,
+            expires: now,
+        };
+        match self.registry.get_mut(key).filter(|_| in_place.is_some()) {
+            // Same source and aliases: the registry's indexes still name it rightly.
+            Some(held) => *held = registration,
+            None => self.registry.insert(key, registration),
+        }
         self.refresh(now, key, ttl_s);
         if tts {
             self.place_tts(now, key);
