@@ -300,9 +300,6 @@ impl Gatekeeper {
         let socket = if tts {
             self.release_reservation(from);
             None
-        } else if in_place.is_some() {
-            self.release_reservation(from);
-            Some(clan)
         } else {
             if reservation == Some(clan) {
                 if let Some(used) = self.reservations.remove(&from) {
@@ -312,7 +309,10 @@ impl Gatekeeper {
                 self.loads.reservation_to_socket(clan);
             } else {
                 self.release_reservation(from);
-                self.loads.add_socket(clan);
+                if in_place.is_none() {
+                    // In place, its socket is still counted on this C-LAN.
+                    self.loads.add_socket(clan);
+                }
             }
             Some(clan)
         };
