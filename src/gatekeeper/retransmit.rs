@@ -103,6 +103,11 @@ impl Default for RetransmitCache {
     }
 }
 
+/// Nanoseconds from `epoch` to `now` (0 when `now` is earlier).
+fn nanos_between(epoch: Instant, now: Instant) -> u64 {
+    now.saturating_duration_since(epoch).as_nanos() as u64
+}
+
 /// A fingerprint of a request's octets (the same in every run, so replays are planned alike).
 pub fn fingerprint(datagram: &[u8]) -> u64 {
     foldhash::fast::FixedState::default().hash_one(datagram)
@@ -150,10 +155,11 @@ impl RetransmitCache {
         number
     }
 
-    /// Nanoseconds from the epoch to `now` (0 before it).
+    /// Nanoseconds from the epoch to `now` (0 before it), the epoch set at `now` if there
+    /// is none yet.
     fn since_epoch(&mut self, now: Instant) -> u64 {
         let epoch = *self.epoch.get_or_insert(now);
-        now.saturating_duration_since(epoch).as_nanos() as u64
+        nanos_between(epoch, now)
     }
 
     /// When an entry stored at `stored` expires.
@@ -266,7 +272,7 @@ impl RetransmitCache {
         let Some(epoch) = self.epoch else {
             return;
         };
-        let held = now.saturating_duration_since(epoch).as_nanos() as u64;
+        let held = nanos_between(epoch, now);
         let hold = HOLD.as_nanos() as u64;
         while let Some(entry) = self.queue.front() {
             if held.saturating_sub(entry.stored) < hold {
