@@ -102,16 +102,24 @@ enum Command {
     ///   rasgk storm --phones 40000 --tts-share 0.5 --tts-from 500000 --from 600000
     #[command(verbatim_doc_comment)]
     Storm(rasgk::storm::StormArgs),
-    /// Measure rasgk against the UDP echo ceiling, in one run.
+    /// Measure every performance figure in one run, each beside its target.
     ///
-    /// A minimal echo responder (same runtime, same socket options) and an in-process rasgk
-    /// on loopback (127.0.60.x, 127.0.61.1) face the same closed-loop load client: GRQ, full
-    /// RRQ and lightweight RRQ. Prints transactions per second of each and the ratio rasgk /
-    /// echo, ending with one `ratio WORKLOAD VALUE` line per workload. Build with --release.
+    /// Echo ceiling: a minimal UDP echo responder (same runtime, same socket options) and an
+    /// in-process rasgk on loopback (127.0.60.x, 127.0.61.1) face the same closed-loop load
+    /// client for GRQ, full RRQ and lightweight RRQ, in alternating slices; the ratio rasgk /
+    /// echo is the median of the slices' pairs. Storm: --storm-phones phones (half TTS,
+    /// three regions) against a gatekeeper of fixtures/lab/storm-40k.toml (127.0.70.x), as
+    /// `rasgk storm` runs them, then the gatekeeper's registrations read back: none lost,
+    /// none doubled. Memory: resident bytes per registration. Policy: core time per GRQ at
+    /// 64, 1,024 and 10,000 C-LANs. Ends with one `ratio WORKLOAD VALUE` line per workload.
+    /// About a minute; build with --release. Exit status 0 (with --check: 1 when a target is
+    /// not met), 2 when the bench cannot run.
     ///
     /// Examples:
     ///   cargo run --release -- bench
-    ///   rasgk bench --concurrency 256 --seconds 5 | grep '^ratio'
+    ///   rasgk bench --check
+    ///   rasgk bench --storm-phones 0 --registrations 0 --grqs 0 | grep '^ratio'
+    ///   rasgk bench --concurrency 256 --seconds 8
     #[command(verbatim_doc_comment)]
     Bench(rasgk::bench::BenchArgs),
     /// Show the socket load of a running gatekeeper as a table.

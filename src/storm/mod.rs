@@ -515,6 +515,16 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     finish(args, tally, load, admin, samples, 1).await
 }
 
+/// Runs a storm in as many processes as `--processes` and the open-file limit say (in this
+/// one when every phone fits), and reports: what `rasgk storm` runs.
+pub async fn storm_spread(args: &StormArgs) -> Result<Report, StormError> {
+    args.check()?;
+    match processes_for(args)? {
+        1 => storm(args).await,
+        processes => storm_in_processes(args, processes).await,
+    }
+}
+
 /// Runs a storm in `processes` child processes and reports their sum.
 async fn storm_in_processes(args: &StormArgs, processes: usize) -> Result<Report, StormError> {
     let admin = admin_answering(args).await;
@@ -611,13 +621,7 @@ pub fn run(args: StormArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = args.check().and_then(|()| processes_for(&args));
-    let result = match result {
-        Ok(1) => runtime.block_on(storm(&args)),
-        Ok(processes) => runtime.block_on(storm_in_processes(&args, processes)),
-        Err(error) => Err(error),
-    };
-    match result {
+    match runtime.block_on(storm_spread(&args)) {
         Ok(report) => {
             if args.json {
                 eprint!("{}", report.table());

@@ -1,5 +1,5 @@
-//! `rasgk bench`: rasgk against the UDP echo ceiling, measured in one run with one load
-//! client.
+//! The echo ceiling: rasgk against a minimal UDP responder, measured in one run with one
+//! load client.
 //!
 //! The ceiling is a minimal responder on the same tokio runtime and the same socket options
 //! (`server::sockets::bind_udp`) that answers each request datagram with one of the same
@@ -10,15 +10,13 @@
 //! a new sequence number, so rasgk's retransmission cache never answers for the core.
 //!
 //! The machine is shared, so the two sides are measured in turns: [`ROUNDS`] slices of each
-//! per workload, echo and rasgk alternating, `--seconds` in all per side. A change in the
-//! machine's load then falls on both alike, and the ratio is steadier than two measurements
-//! one after the other. Each side has its own phones, set up once; the side whose turn it
-//! is not waits on a channel, costing nothing while the other is measured.
-//!
-//! The last lines are `ratio WORKLOAD VALUE` for scripts.
+//! per workload, echo then rasgk, `--seconds` in all per side. Each round's two slices make
+//! a pair, and the ratio reported is the median of the pairs' ratios: a change in the
+//! machine's load that falls on one round moves that round's pair, not the figure. Each side
+//! has its own phones, set up once; the side whose turn it is not waits on a channel,
+//! costing nothing while the other is measured.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,30 +25,22 @@ use tokio::net::UdpSocket;
 
 use crate::config::{self, Config};
 use crate::phone::{Answer, Phone};
-use crate::server::{self, Server};
-
-/// `rasgk bench` options.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchArgs {
-    /// Phones in the closed loop (requests in flight), for each side (1 to 10,000).
-    #[arg(long, value_name = "N", default_value_t = 64)]
-    pub concurrency: usize,
-    /// Seconds of measurement per workload and side, in 4 alternating slices (after a
-    /// 0.3 s start and 50 ms of warm-up a slice).
-    #[arg(long, value_name = "S", default_value_t = 2.0)]
-    pub seconds: f64,
-}
+use crate::server;
 
 /// What one phone sends in a workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Workload {
+pub enum Workload {
     Grq,
     FullRrq,
     KeepAlive,
 }
 
 impl Workload {
-    fn name(self) -> &'static str {
+    /// Every workload, in the order measured.
+    pub const ALL: [Workload; 3] = [Workload::Grq, Workload::FullRrq, Workload::KeepAlive];
+
+    /// Its name in the block and the `ratio` lines.
+    pub fn name(self) -> &'static str {
         match self {
             Workload::Grq => "grq",
             Workload::FullRrq => "rrq_full",
@@ -61,7 +51,7 @@ impl Workload {
 
 /// The bench's gatekeeper: the embedded default moved to 127.0.60.x, caps large enough
 /// that re-registrations never run out of room.
-fn bench_config() -> Config {
+pub(super) fn bench_config() -> Config {
     let mut config = config::embedded_default();
     config.gatekeeper.discovery = SocketAddr::from(([127, 0, 60, 254], 1719));
     config.admin.listen = SocketAddr::from(([127, 0, 60, 254], 7000));
@@ -90,7 +80,7 @@ async fn echo(socket: UdpSocket, stop: Arc<AtomicBool>) {
 pub const MAX_CONCURRENCY: usize = 250 * 40;
 
 /// Slices of each side per workload.
-pub const ROUNDS: u32 = 4;
+pub const ROUNDS: u32 = 8;
 
 /// Whose turn it is: [`ECHO`] or [`RASGK`] sends; [`STOP`] ends the phones.
 const ECHO: u8 = 1;
@@ -193,14 +183,57 @@ async fn phone_loop(
     }
 }
 
-/// Transactions per second of one workload against the echo responder and against rasgk,
-/// measured in alternating slices.
+/// One workload's figures: transactions per second of each side over all its slices, and
+/// the ratio rasgk / echo of each round's pair of slices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ceiling {
+    /// The workload.
+    pub workload: Workload,
+    /// Echo's transactions per second, all slices together.
+    pub echo: f64,
+    /// rasgk's transactions per second, all slices together.
+    pub rasgk: f64,
+    /// rasgk / echo of each round, in round order.
+    pub pairs: Vec<f64>,
+}
+
+impl Ceiling {
+    /// The median of the rounds' ratios (0 when no round answered).
+    pub fn ratio(&self) -> f64 {
+        median(&self.pairs)
+    }
+
+    /// The smallest and the largest of the rounds' ratios.
+    pub fn spread(&self) -> (f64, f64) {
+        let low = self.pairs.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = self.pairs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if self.pairs.is_empty() {
+            (0.0, 0.0)
+        } else {
+            (low, high)
+        }
+    }
+}
+
+/// The median of `values` (the mean of the middle two for an even count; 0 when empty).
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// One workload against the echo responder and against rasgk, measured in alternating
+/// slices.
 async fn measure(
-    args: &BenchArgs,
+    args: &CeilingArgs,
     workload: Workload,
     echo: SocketAddr,
     rasgk: SocketAddr,
-) -> (f64, f64) {
+) -> Ceiling {
     let (turn, watching) = tokio::sync::watch::channel(0u8);
     let counting = Arc::new(AtomicU8::new(0));
     let done = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
@@ -221,75 +254,56 @@ async fn measure(
     // Time for every phone to bind (and rasgk's to register).
     tokio::time::sleep(Duration::from_millis(300)).await;
     let slice = Duration::from_secs_f64(args.seconds / f64::from(ROUNDS));
-    let mut elapsed = [0.0f64; 2];
+    let mut totals = [(0u64, 0.0f64); 2];
+    let mut pairs = Vec::new();
     for _ in 0..ROUNDS {
+        let mut rates = [0.0f64; 2];
         for (i, side) in [ECHO, RASGK].into_iter().enumerate() {
             let _ = turn.send(side);
             // Warm-up: the other side's last answers drain, this side's loop fills.
             tokio::time::sleep(Duration::from_millis(50)).await;
+            let before = done[i].load(Ordering::Relaxed);
             counting.store(side, Ordering::Relaxed);
             let started = Instant::now();
             tokio::time::sleep(slice).await;
             counting.store(0, Ordering::Relaxed);
-            elapsed[i] += started.elapsed().as_secs_f64();
+            let seconds = started.elapsed().as_secs_f64();
+            let answered = done[i].load(Ordering::Relaxed) - before;
+            totals[i].0 += answered;
+            totals[i].1 += seconds;
+            rates[i] = answered as f64 / seconds.max(1e-9);
+        }
+        if rates[0] > 0.0 {
+            pairs.push(rates[1] / rates[0]);
         }
     }
     let _ = turn.send(STOP);
     while phones.join_next().await.is_some() {}
-    let rate = |i: usize| done[i].load(Ordering::Relaxed) as f64 / elapsed[i].max(1e-9);
-    (rate(0), rate(1))
-}
-
-/// Resident memory of this process, bytes (Linux `/proc/self/statm`; 0 elsewhere).
-fn resident_bytes() -> u64 {
-    let pages = std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|text| text.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
-
-/// Resident bytes per registration: `count` phones registered in an in-process core (no
-/// sockets), measured once the retransmission cache has let go of their replies.
-pub fn memory_per_registration(count: usize) -> f64 {
-    let mut config = bench_config();
-    config.gatekeeper.ttl_s = 3600;
-    let Ok(mut gatekeeper) = crate::gatekeeper::Gatekeeper::new(config.clone()) else {
-        return 0.0;
-    };
-    let discovery = config.gatekeeper.discovery;
-    let start = Instant::now();
-    let before = resident_bytes();
-    for index in 0..count {
-        let region = 1 + (index % 3) as u8;
-        let j = index / 3;
-        let ip = Ipv4Addr::new(127, region, (j / 250 % 250) as u8 + 1, (j % 250) as u8 + 1);
-        let port = 10_000 + (j / 62_500) as u16;
-        let mut phone = Phone::extension(100_000 + index as u32, SocketAddr::from((ip, port)));
-        let grq = phone.grq();
-        let out = gatekeeper.handle(start, discovery, phone.ras_address, &grq);
-        let Some(Ok(Answer::Gcf {
-            ras_address: Some(clan),
-            ..
-        })) = out.first().map(|t| Answer::read(&t.payload))
-        else {
-            continue;
-        };
-        let rrq = phone.rrq();
-        let _ = gatekeeper.handle(start, clan, phone.ras_address, &rrq);
-        if index % 1024 == 0 {
-            drop(gatekeeper.drain_events());
-        }
+    let rate = |i: usize| totals[i].0 as f64 / totals[i].1.max(1e-9);
+    Ceiling {
+        workload,
+        echo: rate(0),
+        rasgk: rate(1),
+        pairs,
     }
-    drop(gatekeeper.drain_events());
-    let _ = gatekeeper.handle_timeout(start + Duration::from_secs(11));
-    let after = resident_bytes();
-    let registered = gatekeeper.counts().registrations.max(1);
-    after.saturating_sub(before) as f64 / registered as f64
 }
 
-/// Runs the bench and prints its block of figures.
-pub async fn bench(args: &BenchArgs) -> Result<Vec<(&'static str, f64, f64)>, String> {
+/// What the ceiling measurement takes from `rasgk bench`'s options.
+#[derive(Debug, Clone, Copy)]
+pub struct CeilingArgs {
+    /// Phones a side in the closed loop.
+    pub concurrency: usize,
+    /// Seconds of measurement per workload and side.
+    pub seconds: f64,
+}
+
+/// Measures every workload against the echo responder and rasgk, both in this process on
+/// the caller's runtime: echo on 127.0.61.1, rasgk (the embedded default topology) on
+/// 127.0.60.x.
+pub async fn ceilings(
+    args: &CeilingArgs,
+    mut progress: impl FnMut(Workload),
+) -> Result<Vec<Ceiling>, String> {
     let stop = Arc::new(AtomicBool::new(false));
     let echo_address = SocketAddr::from(([127, 0, 61, 1], 1719));
     let echo_socket = server::bind_udp(echo_address)
@@ -297,69 +311,40 @@ pub async fn bench(args: &BenchArgs) -> Result<Vec<(&'static str, f64, f64)>, St
     let echo_task = tokio::spawn(echo(echo_socket, stop.clone()));
     let config = bench_config();
     let discovery = config.gatekeeper.discovery;
-    let server = Server::bind(config)
-        .await
-        .map_err(|e| format!("cannot start the bench's gatekeeper: {e}"))?;
-    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let gatekeeper = tokio::spawn(server.run(async {
-        let _ = stopped.await;
-    }));
+    let gatekeeper = super::Serving::start(config, "the bench's gatekeeper").await?;
     let mut figures = Vec::new();
-    for workload in [Workload::Grq, Workload::FullRrq, Workload::KeepAlive] {
-        let (ceiling, rasgk) = measure(args, workload, echo_address, discovery).await;
-        figures.push((workload.name(), ceiling, rasgk));
+    for workload in Workload::ALL {
+        progress(workload);
+        figures.push(measure(args, workload, echo_address, discovery).await);
     }
     stop.store(true, Ordering::Relaxed);
-    let _ = stop_server.send(());
-    let _ = gatekeeper.await;
+    gatekeeper.stop().await;
     let _ = echo_task.await;
     Ok(figures)
 }
 
-/// `rasgk bench`.
-pub fn run(args: BenchArgs) -> ExitCode {
-    let seconds_ok = args.seconds.is_finite() && args.seconds > 0.0;
-    if args.concurrency == 0 || args.concurrency > MAX_CONCURRENCY || !seconds_ok {
-        eprintln!(
-            "rasgk bench: --concurrency must be 1 to {MAX_CONCURRENCY} and --seconds above 0"
-        );
-        return ExitCode::from(2);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_value_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(median(&[0.7]), 0.7);
+        assert_eq!(median(&[0.9, 0.1, 0.5]), 0.5);
+        assert!((median(&[0.9, 0.1, 0.5, 0.7]) - 0.6).abs() < 1e-12);
+        assert_eq!(median(&[f64::NAN, 0.4]), 0.4, "a NaN is left out");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("rasgk bench: cannot start the runtime: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    match runtime.block_on(bench(&args)) {
-        Ok(figures) => {
-            println!(
-                "rasgk bench: {} phones in a closed loop, {} s per workload and side in {ROUNDS} alternating slices, loopback, one run",
-                args.concurrency, args.seconds
-            );
-            println!(
-                "{:<10} {:>14} {:>14} {:>8}",
-                "workload", "echo tx/s", "rasgk tx/s", "ratio"
-            );
-            for (name, ceiling, rasgk) in &figures {
-                let ratio = if *ceiling > 0.0 { rasgk / ceiling } else { 0.0 };
-                println!("{name:<10} {ceiling:>14.0} {rasgk:>14.0} {ratio:>8.2}");
-            }
-            let bytes = memory_per_registration(100_000);
-            println!("memory: {bytes:.0} resident bytes per registration at 100,000 registrations");
-            for (name, ceiling, rasgk) in &figures {
-                let ratio = if *ceiling > 0.0 { rasgk / ceiling } else { 0.0 };
-                println!("ratio {name} {ratio:.2}");
-            }
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("rasgk bench: {error}");
-            ExitCode::from(2)
-        }
+
+    #[test]
+    fn the_ratio_is_the_median_of_the_pairs_and_the_spread_their_range() {
+        let ceiling = Ceiling {
+            workload: Workload::Grq,
+            echo: 100.0,
+            rasgk: 80.0,
+            pairs: vec![0.8, 0.95, 0.2, 0.85],
+        };
+        assert!((ceiling.ratio() - 0.825).abs() < 1e-12);
+        assert_eq!(ceiling.spread(), (0.2, 0.95));
     }
 }

@@ -1,0 +1,502 @@
+//! `rasgk bench`: every speed and scale figure of the performance targets, measured in one
+//! run and printed in one block, each beside its target.
+//!
+//! ```text
+//!   ceiling  GRQ, full RRQ, keep-alive: rasgk / UDP echo, closed loop   ceiling.rs
+//!   storm    40,000 phones, first GRQ to last RCF, none lost or doubled storm.rs
+//!   memory   resident bytes per registration at 100,000                memory.rs
+//!   scale    core time per GRQ at 10,000 C-LANs / at 64                 scale.rs
+//! ```
+//!
+//! The block ends with one `ratio WORKLOAD VALUE` line per workload for scripts; `--check`
+//! makes a target not met exit 1.
+
+pub mod ceiling;
+pub mod memory;
+pub mod scale;
+pub mod storm;
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use ceiling::{Ceiling, CeilingArgs, Workload};
+use scale::Scale;
+use storm::Storm;
+
+/// `rasgk bench` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// Phones in the echo-ceiling closed loop (requests in flight), for each side (1 to
+    /// 10,000).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub concurrency: usize,
+    /// Seconds of echo-ceiling measurement per workload and side, in 8 alternating slices
+    /// (after a 0.3 s start and 50 ms of warm-up a slice).
+    #[arg(long, value_name = "S", default_value_t = 4.0)]
+    pub seconds: f64,
+    /// Phones in the registration storm (0: no storm).
+    #[arg(long, value_name = "N", default_value_t = 40_000)]
+    pub storm_phones: usize,
+    /// Registrations the memory figure is read at (0: no memory figure).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub registrations: usize,
+    /// GRQs a slice for the policy's scale (5 slices at each of 64, 1,024 and 10,000
+    /// C-LANs; 0: no scale figure).
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub grqs: usize,
+    /// Exit 1 when a figure misses its target (2 when the bench cannot run).
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// A gatekeeper serving in this process on the caller's runtime, for one part of the bench.
+struct Serving {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Serving {
+    /// Binds `config`'s sockets and serves until [`stop`](Serving::stop); `what` names the
+    /// gatekeeper in the error when it cannot start.
+    async fn start(config: crate::config::Config, what: &str) -> Result<Serving, String> {
+        let server = crate::server::Server::bind(config)
+            .await
+            .map_err(|e| format!("cannot start {what}: {e}"))?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async {
+            let _ = stopped.await;
+        }));
+        Ok(Serving { stop, task })
+    }
+
+    /// Stops it and waits until it has.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// Most storm phones (every phone an address of 127.R.x.y, three regions).
+const MAX_STORM_PHONES: usize = 1_000_000;
+
+/// Everything one run measured; a part not asked for is `None`.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// Each workload against the echo ceiling.
+    pub ceilings: Vec<Ceiling>,
+    /// The registration storm.
+    pub storm: Option<Storm>,
+    /// Resident bytes per registration, and at how many registrations.
+    pub memory: Option<(f64, usize)>,
+    /// Core time per GRQ at each C-LAN count.
+    pub scale: Option<Scale>,
+}
+
+/// The targets (the performance issue's, README "Performance").
+pub mod targets {
+    /// rasgk / echo for GRQ and for keep-alives.
+    pub const LIGHT_RATIO: f64 = 0.8;
+    /// rasgk / echo for full RRQs.
+    pub const FULL_RRQ_RATIO: f64 = 0.6;
+    /// Seconds from the first GRQ to the last RCF of the storm.
+    pub const STORM_S: f64 = 2.0;
+    /// Resident bytes per registration.
+    pub const BYTES_PER_REGISTRATION: f64 = 512.0;
+    /// Core time per GRQ at 10,000 C-LANs over that at 64.
+    pub const SCALE: f64 = 2.0;
+}
+
+/// The least ratio rasgk / echo a workload must reach.
+pub fn ratio_target(workload: Workload) -> f64 {
+    match workload {
+        Workload::FullRrq => targets::FULL_RRQ_RATIO,
+        Workload::Grq | Workload::KeepAlive => targets::LIGHT_RATIO,
+    }
+}
+
+/// One figure against its target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// What was measured.
+    pub name: String,
+    /// Its value, as printed.
+    pub figure: String,
+    /// The target, as printed.
+    pub target: String,
+    /// Whether the figure meets it.
+    pub met: bool,
+}
+
+impl Figures {
+    /// Every figure measured against its target, in the block's order.
+    pub fn verdicts(&self) -> Vec<Verdict> {
+        let mut verdicts: Vec<Verdict> = self
+            .ceilings
+            .iter()
+            .map(|c| {
+                let target = ratio_target(c.workload);
+                Verdict {
+                    name: format!("{} ratio rasgk / echo", c.workload.name()),
+                    figure: format!("{:.2}", c.ratio()),
+                    target: format!(">= {target:.1}"),
+                    met: c.ratio() >= target,
+                }
+            })
+            .collect();
+        if let Some(storm) = &self.storm {
+            verdicts.push(Verdict {
+                name: format!("storm of {} phones", storm.phones),
+                figure: format!(
+                    "{:.2} s, {} lost, {} doubled",
+                    storm.seconds,
+                    storm.lost(),
+                    storm.doubled()
+                ),
+                target: format!("<= {} s, none lost or doubled", targets::STORM_S),
+                met: storm.whole() && storm.seconds <= targets::STORM_S,
+            });
+        }
+        if let Some((bytes, _)) = self.memory {
+            verdicts.push(Verdict {
+                name: "resident bytes per registration".into(),
+                figure: format!("{bytes:.0}"),
+                target: format!("<= {}", targets::BYTES_PER_REGISTRATION),
+                met: bytes <= targets::BYTES_PER_REGISTRATION,
+            });
+        }
+        if let Some(scale) = &self.scale {
+            verdicts.push(Verdict {
+                name: "core time per GRQ, most / fewest C-LANs".into(),
+                figure: format!("{:.2}", scale.ratio()),
+                target: format!("<= {}", targets::SCALE),
+                met: scale.ratio() <= targets::SCALE,
+            });
+        }
+        verdicts
+    }
+
+    /// The block of figures, then each against its target, then the `ratio` lines.
+    pub fn block(&self, args: &BenchArgs) -> String {
+        let mut out = String::new();
+        let build = if cfg!(debug_assertions) {
+            "a debug build: figures of a release build only mean anything"
+        } else {
+            "release build"
+        };
+        let _ = writeln!(out, "rasgk bench: one run on loopback ({build})");
+        if !self.ceilings.is_empty() {
+            let _ = writeln!(
+                out,
+                "echo ceiling: {} phones a side in a closed loop, {} s per workload and side in {} \
+                 alternating slices",
+                args.concurrency,
+                args.seconds,
+                ceiling::ROUNDS
+            );
+            let _ = writeln!(
+                out,
+                "  {:<10} {:>11} {:>11} {:>6}  pairs' ratios",
+                "workload", "echo tx/s", "rasgk tx/s", "ratio"
+            );
+            for c in &self.ceilings {
+                let (low, high) = c.spread();
+                let _ = writeln!(
+                    out,
+                    "  {:<10} {:>11.0} {:>11.0} {:>6.2}  {low:.2} to {high:.2}",
+                    c.workload.name(),
+                    c.echo,
+                    c.rasgk,
+                    c.ratio(),
+                );
+            }
+        }
+        if let Some(s) = &self.storm {
+            let _ = writeln!(
+                out,
+                "storm: {} phones in {} process(es), first GRQ to last RCF {:.2} s, p99 {:.0} ms, \
+                 {} retransmissions; {} registered, {} lost; the gatekeeper holds {} \
+                 registrations, {} distinct endpoint ids, {} distinct aliases: {} doubled",
+                s.phones,
+                s.processes,
+                s.seconds,
+                s.p99_ms,
+                s.retransmissions,
+                s.registered,
+                s.lost(),
+                s.held,
+                s.distinct_ids,
+                s.distinct_aliases,
+                s.doubled()
+            );
+        }
+        if let Some((bytes, registered)) = self.memory {
+            let _ = writeln!(
+                out,
+                "memory: {bytes:.0} resident bytes per registration at {registered} registrations"
+            );
+        }
+        if let Some(scale) = &self.scale {
+            let each: Vec<String> = scale
+                .per_grq_us
+                .iter()
+                .map(|(clans, us)| format!("{us:.2} us at {clans}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "policy: core time per GRQ (median of slices) {} C-LANs",
+                each.join(", ")
+            );
+        }
+        let verdicts = self.verdicts();
+        let _ = writeln!(
+            out,
+            "  {:<40} {:<26} {:<30} verdict",
+            "figure", "value", "target"
+        );
+        for v in &verdicts {
+            let verdict = if v.met { "met" } else { "NOT MET" };
+            let _ = writeln!(
+                out,
+                "  {:<40} {:<26} {:<30} {verdict}",
+                v.name, v.figure, v.target
+            );
+        }
+        let met = verdicts.iter().filter(|v| v.met).count();
+        let _ = writeln!(out, "targets: {met} of {} met", verdicts.len());
+        for c in &self.ceilings {
+            let _ = writeln!(out, "ratio {} {:.2}", c.workload.name(), c.ratio());
+        }
+        out
+    }
+}
+
+impl BenchArgs {
+    fn check_options(&self) -> Result<(), String> {
+        if self.concurrency == 0 || self.concurrency > ceiling::MAX_CONCURRENCY {
+            return Err(format!(
+                "--concurrency {} is outside 1 to {}",
+                self.concurrency,
+                ceiling::MAX_CONCURRENCY
+            ));
+        }
+        if !(self.seconds.is_finite() && self.seconds > 0.0) {
+            return Err(format!("--seconds {} must be above 0", self.seconds));
+        }
+        if self.storm_phones > MAX_STORM_PHONES {
+            return Err(format!(
+                "--storm-phones {} is over {MAX_STORM_PHONES}",
+                self.storm_phones
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Runs every part asked for, saying on standard error what it is doing.
+pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
+    // Memory first, on a heap no other part has used yet: memory another part freed would
+    // be reused by the registrations and not show in the resident set.
+    let memory = if args.registrations > 0 {
+        eprintln!(
+            "rasgk bench: memory at {} registrations",
+            args.registrations
+        );
+        let count = args.registrations;
+        let figure = tokio::task::spawn_blocking(move || memory::per_registration(count))
+            .await
+            .map_err(|e| format!("the memory measurement failed: {e}"))?;
+        Some(figure)
+    } else {
+        None
+    };
+    let scale = if args.grqs > 0 {
+        eprintln!(
+            "rasgk bench: core time per GRQ at {:?} C-LANs",
+            scale::CLAN_COUNTS
+        );
+        let grqs = args.grqs;
+        let figure = tokio::task::spawn_blocking(move || scale::measure(grqs))
+            .await
+            .map_err(|e| format!("the policy scale measurement failed: {e}"))??;
+        Some(figure)
+    } else {
+        None
+    };
+    let ceiling_args = CeilingArgs {
+        concurrency: args.concurrency,
+        seconds: args.seconds,
+    };
+    let ceilings = ceiling::ceilings(&ceiling_args, |workload| {
+        eprintln!(
+            "rasgk bench: {} against the echo ceiling ({:.1} s)",
+            workload.name(),
+            2.0 * args.seconds + 0.3 + 0.1 * f64::from(ceiling::ROUNDS)
+        );
+    })
+    .await?;
+    let storm = if args.storm_phones > 0 {
+        eprintln!(
+            "rasgk bench: a storm of {} phones (fixtures/lab/storm-40k.toml)",
+            args.storm_phones
+        );
+        Some(storm::run(args.storm_phones).await?)
+    } else {
+        None
+    };
+    Ok(Figures {
+        ceilings,
+        storm,
+        memory,
+        scale,
+    })
+}
+
+/// `rasgk bench`.
+pub fn run(args: BenchArgs) -> ExitCode {
+    if let Err(error) = args.check_options() {
+        eprintln!("rasgk bench: {error}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("rasgk bench: cannot start the runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(measure(&args)) {
+        Ok(figures) => {
+            print!("{}", figures.block(&args));
+            let all_met = figures.verdicts().iter().all(|v| v.met);
+            if args.check && !all_met {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(error) => {
+            eprintln!("rasgk bench: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ceiling(workload: Workload, pairs: &[f64]) -> Ceiling {
+        Ceiling {
+            workload,
+            echo: 100_000.0,
+            rasgk: 80_000.0,
+            pairs: pairs.to_vec(),
+        }
+    }
+
+    fn figures() -> Figures {
+        Figures {
+            ceilings: vec![
+                ceiling(Workload::Grq, &[0.8, 0.9]),
+                ceiling(Workload::FullRrq, &[0.6, 0.6]),
+                ceiling(Workload::KeepAlive, &[0.85, 0.95, 0.1]),
+            ],
+            storm: Some(Storm {
+                phones: 40_000,
+                processes: 3,
+                seconds: 2.0,
+                p99_ms: 650.0,
+                registered: 40_000,
+                retransmissions: 0,
+                held: 40_000,
+                distinct_ids: 40_000,
+                distinct_aliases: 40_000,
+            }),
+            memory: Some((512.0, 100_000)),
+            scale: Some(Scale {
+                per_grq_us: vec![(64, 1.0), (1024, 1.5), (10_000, 2.0)],
+            }),
+        }
+    }
+
+    fn args() -> BenchArgs {
+        BenchArgs {
+            concurrency: 64,
+            seconds: 4.0,
+            storm_phones: 40_000,
+            registrations: 100_000,
+            grqs: 100_000,
+            check: false,
+        }
+    }
+
+    #[test]
+    fn a_figure_on_its_target_meets_it() {
+        let verdicts = figures().verdicts();
+        assert_eq!(verdicts.len(), 6);
+        assert!(verdicts.iter().all(|v| v.met), "{verdicts:#?}");
+        let block = figures().block(&args());
+        assert!(block.contains("targets: 6 of 6 met"), "{block}");
+        assert!(block.ends_with("ratio grq 0.85\nratio rrq_full 0.60\nratio rrq_light 0.85\n"));
+    }
+
+    #[test]
+    fn each_figure_past_its_target_is_named_not_met() {
+        let mut figures = figures();
+        figures.ceilings[1] = ceiling(Workload::FullRrq, &[0.59, 0.7, 0.5]);
+        if let Some(storm) = &mut figures.storm {
+            storm.held = 40_001;
+            storm.distinct_aliases = 40_001;
+            storm.distinct_ids = 40_001;
+        }
+        figures.memory = Some((513.0, 100_000));
+        figures.scale = Some(Scale {
+            per_grq_us: vec![(64, 1.0), (10_000, 2.01)],
+        });
+        let missed: Vec<String> = figures
+            .verdicts()
+            .into_iter()
+            .filter(|v| !v.met)
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(
+            missed,
+            [
+                "rrq_full ratio rasgk / echo",
+                "storm of 40000 phones",
+                "resident bytes per registration",
+                "core time per GRQ, most / fewest C-LANs"
+            ]
+        );
+        assert!(figures.block(&args()).contains("targets: 2 of 6 met"));
+    }
+
+    #[test]
+    fn a_slow_storm_misses_its_target_though_whole() {
+        let mut figures = figures();
+        if let Some(storm) = &mut figures.storm {
+            storm.seconds = 2.01;
+        }
+        let storm = &figures.verdicts()[3];
+        assert!(storm.name.starts_with("storm"), "{storm:?}");
+        assert!(!storm.met);
+    }
+
+    #[test]
+    fn parts_not_asked_for_are_left_out() {
+        let figures = Figures {
+            ceilings: Vec::new(),
+            ..Figures::default()
+        };
+        assert!(figures.verdicts().is_empty());
+        let block = figures.block(&args());
+        assert!(
+            !block.contains("storm:") && !block.contains("ratio "),
+            "{block}"
+        );
+        assert!(block.contains("targets: 0 of 0 met"));
+    }
+}

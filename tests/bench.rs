@@ -1,0 +1,117 @@
+//! `rasgk bench` end to end, small: every part runs (echo ceiling, storm, memory, policy
+//! scale) and prints its figures in one block, each against its target, ending with the
+//! `ratio WORKLOAD VALUE` lines scripts read; the storm's phones all register exactly once.
+//! The figures of a debug build under test say nothing about speed, so only their shape and
+//! the storm's counts are checked; bad options exit 2 with a reason.
+
+use std::process::Command;
+
+fn bench(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .arg("bench")
+        .args(args)
+        .output()
+        .expect("rasgk bench runs")
+}
+
+#[test]
+fn one_run_prints_every_figure_against_its_target() {
+    let out = bench(&[
+        "--seconds",
+        "0.4",
+        "--concurrency",
+        "4",
+        "--storm-phones",
+        "300",
+        "--registrations",
+        "3000",
+        "--grqs",
+        "300",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+
+    // The ceiling: each workload's rates, positive, and its ratio within its pairs' range.
+    for workload in ["grq", "rrq_full", "rrq_light"] {
+        let row = lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(workload))
+            .unwrap_or_else(|| panic!("no {workload} row in\n{stdout}"));
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        let number = |i: usize| fields[i].parse::<f64>().unwrap();
+        assert!(number(1) > 0.0 && number(2) > 0.0, "{row}");
+        let (ratio, low, high) = (number(3), number(4), number(6));
+        assert!(low <= ratio && ratio <= high, "{row}");
+    }
+
+    // The storm: every phone registered, and held once by the gatekeeper.
+    let storm = lines
+        .iter()
+        .find(|l| l.starts_with("storm:"))
+        .unwrap_or_else(|| panic!("no storm line in\n{stdout}"));
+    assert!(storm.contains("300 phones"), "{storm}");
+    assert!(storm.contains("300 registered, 0 lost"), "{storm}");
+    assert!(
+        storm.contains(
+            "holds 300 registrations, 300 distinct endpoint ids, 300 distinct aliases: 0 doubled"
+        ),
+        "{storm}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("memory: ")
+        && l.ends_with("resident bytes per registration at 3000 registrations")));
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("policy: core time per GRQ") && l.contains("at 10000 C-LANs")));
+
+    // Each figure against its target, and the count of those met.
+    let verdicts: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
+        .collect();
+    assert_eq!(verdicts.len(), 6, "{stdout}");
+    let storm_verdict = verdicts
+        .iter()
+        .find(|l| l.contains("storm of 300 phones"))
+        .unwrap();
+    assert!(
+        storm_verdict.contains("0 lost, 0 doubled"),
+        "{storm_verdict}"
+    );
+    assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
+    let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
+    assert!(
+        lines.contains(&format!("targets: {met} of 6 met").as_str()),
+        "{stdout}"
+    );
+
+    // The last lines, for scripts.
+    let ratios: Vec<&str> = lines[lines.len() - 3..].to_vec();
+    for (line, workload) in ratios.iter().zip(["grq", "rrq_full", "rrq_light"]) {
+        let value = line
+            .strip_prefix(&format!("ratio {workload} "))
+            .unwrap_or_else(|| panic!("{line:?} is not `ratio {workload} VALUE`"));
+        assert!(value.parse::<f64>().unwrap() > 0.0, "{line}");
+    }
+}
+
+#[test]
+fn bad_options_exit_2_saying_which() {
+    for (args, says) in [
+        (
+            vec!["--concurrency", "0"],
+            "--concurrency 0 is outside 1 to",
+        ),
+        (vec!["--seconds", "0"], "--seconds 0 must be above 0"),
+        (
+            vec!["--storm-phones", "5000000"],
+            "--storm-phones 5000000 is over",
+        ),
+    ] {
+        let out = bench(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
