@@ -19,6 +19,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use rasn::types::{BmpString, Ia5String, ObjectIdentifier, OctetString};
 
+use super::address::{socket_addr, Alias};
 use super::aper::Reader;
 use super::asn;
 use super::asn::RasMessage;
@@ -71,6 +72,91 @@ pub struct KeepAlive<'a> {
     pub endpoint_id: &'a [u8],
     pub time_to_live: Option<u32>,
 }
+
+/// What the gatekeeper reads of a full RRQ (one whose `keepAlive` is not TRUE), taken
+/// from a decoded message (`From<&RegistrationRequest>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FullRegistration<'a> {
+    pub seq: u16,
+    /// The IP addresses of `callSignalAddress`.
+    pub call_signal_address: TransportAddresses<'a>,
+    /// The first IP address of `rasAddress`.
+    pub ras_address: Option<SocketAddr>,
+    /// `terminalAlias` (none when absent).
+    pub aliases: Aliases<'a>,
+    pub time_to_live: Option<u32>,
+    /// `terminalType` has `gateway`.
+    pub gateway: bool,
+    /// `cryptoTokens`.
+    pub tokens: Option<&'a [asn::CryptoH323Token]>,
+}
+
+impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
+    fn from(rrq: &'a asn::RegistrationRequest) -> Self {
+        FullRegistration {
+            seq: rrq.request_seq_num.0,
+            call_signal_address: TransportAddresses(rrq.call_signal_address.iter()),
+            ras_address: rrq.ras_address.iter().find_map(socket_addr),
+            aliases: Aliases(rrq.terminal_alias.as_deref().unwrap_or_default().iter()),
+            time_to_live: rrq.time_to_live.as_ref().map(|ttl| ttl.0),
+            gateway: rrq.terminal_type.gateway.is_some(),
+            tokens: rrq.crypto_tokens.as_deref(),
+        }
+    }
+}
+
+/// `callSignalAddress` as socket addresses: its `ipAddress` and `ip6Address` items, in
+/// order.
+#[derive(Clone)]
+pub struct TransportAddresses<'a>(std::slice::Iter<'a, asn::TransportAddress>);
+
+impl Iterator for TransportAddresses<'_> {
+    type Item = SocketAddr;
+
+    fn next(&mut self) -> Option<SocketAddr> {
+        self.0.find_map(socket_addr)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, self.0.size_hint().1)
+    }
+}
+
+/// `terminalAlias` as the gatekeeper keeps aliases, in order, as [`Alias::from_asn`] makes
+/// them.
+#[derive(Clone)]
+pub struct Aliases<'a>(std::slice::Iter<'a, asn::AliasAddress>);
+
+impl Iterator for Aliases<'_> {
+    type Item = Alias;
+
+    fn next(&mut self) -> Option<Alias> {
+        self.0.next().map(Alias::from_asn)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+/// Lists are equal when they yield the same items.
+macro_rules! listed_eq_and_debug {
+    ($($list:ident),*) => {$(
+        impl PartialEq for $list<'_> {
+            fn eq(&self, other: &Self) -> bool {
+                self.clone().eq(other.clone())
+            }
+        }
+
+        impl std::fmt::Debug for $list<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_list().entries(self.clone()).finish()
+            }
+        }
+    )*};
+}
+
+listed_eq_and_debug!(TransportAddresses, Aliases);
 
 /// The request, when the datagram is a GRQ or a keep-alive of a shape read here, read and
 /// checked as [`decode`] does but built into nothing. `None`: anything else (a full RRQ
