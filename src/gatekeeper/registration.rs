@@ -200,8 +200,9 @@ impl Gatekeeper {
         })
     }
 
-    /// A full RRQ at a C-LAN, as the fields registration reads of it.
-    fn full_registration(
+    /// A full RRQ at a C-LAN, as the hand-written reader read it or taken from its decoded
+    /// message.
+    pub(super) fn full_registration(
         &mut self,
         now: Instant,
         local: SocketAddr,

@@ -18,8 +18,8 @@
 //! this module should prefer the functions here. The exception is the gatekeeper's hot path:
 //! [`hot_reply`] writes GCF and RCF straight from its values (no `RasMessage` built),
 //! `decode` reads the common GRQ and RRQ shapes with a hand-written decoder, and
-//! [`read_request`] hands the gatekeeper a GRQ or keep-alive of those shapes as its few
-//! fields, built into no message.
+//! [`read_request`] hands the gatekeeper a GRQ, keep-alive or full RRQ of those shapes as
+//! its few fields, built into no message.
 //!
 //! What this module does not do: no sockets, no clocks, no policy.
 
