@@ -54,7 +54,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::calls::Calls;
 use crate::config::{Clan, Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
-use crate::ras::{self, KeepAlive, MessageKind, RasMessage, Request};
+use crate::ras::{self, FullRegistration, KeepAlive, MessageKind, RasMessage, Request};
 use agls::Agls;
 use arena::Arena;
 use events::{Ending, Event, EventQueue};
@@ -108,12 +108,13 @@ fn agl_entries(
         .collect()
 }
 
-/// A request as [`Gatekeeper::respond`] takes it: the few fields of a GRQ or keep-alive
-/// that [`ras::read_request`] read without building them, or a decoded message.
+/// A request as [`Gatekeeper::respond`] takes it: the few fields of a GRQ, keep-alive or
+/// full RRQ that [`ras::read_request`] read without building them, or a decoded message.
 #[derive(Clone, Copy)]
 enum Incoming<'a> {
     Grq(u16),
     KeepAlive(&'a KeepAlive<'a>),
+    FullRegistration(&'a FullRegistration<'a>),
     Message(&'a RasMessage),
 }
 
@@ -396,6 +397,7 @@ impl Gatekeeper {
         let incoming = match &request {
             Request::Grq { seq } => Incoming::Grq(*seq),
             Request::KeepAlive(keep_alive) => Incoming::KeepAlive(keep_alive),
+            Request::FullRegistration(rrq) => Incoming::FullRegistration(rrq),
             Request::Message(message) => Incoming::Message(message),
         };
         self.respond(now, local, from, incoming, datagram, checked)
@@ -486,6 +488,7 @@ impl Gatekeeper {
         let (kind, seq) = match incoming {
             Incoming::Grq(seq) => (MessageKind::Grq, seq),
             Incoming::KeepAlive(keep_alive) => (MessageKind::Rrq, keep_alive.seq),
+            Incoming::FullRegistration(rrq) => (MessageKind::Rrq, rrq.seq),
             Incoming::Message(message) => (ras::kind(message), ras::request_seq_num(message)),
         };
         let span = tracing::debug_span!("ras", peer = %from, kind = kind.short_name(), seq);
@@ -516,6 +519,7 @@ impl Gatekeeper {
                 keep_alive.time_to_live,
                 None,
             )),
+            Incoming::FullRegistration(rrq) => Some(self.full_registration(now, local, from, rrq)),
             Incoming::Message(message) => self.request(now, local, from, message, datagram),
         };
         let Some(reply) = reply else {

@@ -15,7 +15,7 @@ use crate::ras::asn::{
 };
 use crate::ras::hot_reply::{self, RcfParts};
 use crate::ras::reply::{self, AltGkInfo, ArjReason, RrjReason, UrjReason};
-use crate::ras::{socket_addr, Alias, MessageKind, RasMessage};
+use crate::ras::{Alias, FullRegistration, MessageKind, RasMessage};
 
 /// The text of an alias that `[[tts]]` patterns are matched against.
 fn alias_text(alias: &Alias) -> &str {
@@ -83,7 +83,7 @@ impl Gatekeeper {
             let tokens = rrq.crypto_tokens.as_deref();
             Some(self.keep_alive(now, from, seq, key, ttl, tokens))
         } else {
-            Some(self.full_registration(now, local, from, rrq))
+            Some(self.full_registration(now, local, from, &rrq.into()))
         }
     }
 
@@ -200,15 +200,16 @@ impl Gatekeeper {
         })
     }
 
-    /// A full RRQ at a C-LAN.
-    fn full_registration(
+    /// A full RRQ at a C-LAN, as the hand-written reader read it or taken from its decoded
+    /// message.
+    pub(super) fn full_registration(
         &mut self,
         now: Instant,
         local: SocketAddr,
         from: SocketAddr,
-        rrq: &RegistrationRequest,
+        rrq: &FullRegistration<'_>,
     ) -> Reply {
-        let seq = rrq.request_seq_num.0;
+        let seq = rrq.seq;
         if self.excluded(from) {
             // RegistrationRejectReason has no terminalExcluded: securityDenial says "not
             // allowed here" (as GnuGk answers an RRQ its IP rules refuse).
@@ -220,26 +221,16 @@ impl Gatekeeper {
                 .reject_rrq(seq, RrjReason::DiscoveryRequired, None)
                 .into();
         };
-        let call_signal_address: CallSignalAddresses = rrq
-            .call_signal_address
-            .iter()
-            .filter_map(socket_addr)
-            .collect();
+        let call_signal_address: CallSignalAddresses = rrq.call_signal_address.clone().collect();
         if call_signal_address.is_empty() {
             return self
                 .reject_rrq(seq, RrjReason::InvalidCallSignalAddress, None)
                 .into();
         }
-        let ras_address = rrq.ras_address.iter().find_map(socket_addr).unwrap_or(from);
-        let mut aliases: Vec<Alias> = rrq
-            .terminal_alias
-            .iter()
-            .flatten()
-            .map(Alias::from_asn)
-            .collect();
+        let ras_address = rrq.ras_address.unwrap_or(from);
+        let mut aliases: Vec<Alias> = rrq.aliases.clone().collect();
         aliases.dedup();
-        if self.has_passwords() && !self.authenticated(now, &aliases, rrq.crypto_tokens.as_deref())
-        {
+        if self.has_passwords() && !self.authenticated(now, &aliases, rrq.tokens) {
             return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
         }
         let existing = self.registry.by_source(from);
@@ -319,13 +310,13 @@ impl Gatekeeper {
         let tiers = self.topology.tiers(region);
         let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
         let agl = self.agls.intern(&agl);
-        let ttl_s = self.granted_ttl(rrq.time_to_live.as_ref().map(|ttl| ttl.0));
+        let ttl_s = self.granted_ttl(rrq.time_to_live);
         let registration = Registration {
             aliases: aliases.into_boxed_slice(),
             source: from,
             ras_address,
             call_signal_address,
-            gateway: rrq.terminal_type.gateway.is_some(),
+            gateway: rrq.gateway,
             region,
             tts,
             registered_via: clan,

@@ -75,10 +75,11 @@ pub fn decode(bytes: &[u8]) -> Result<RasMessage, DecodeError> {
     decode_generated(bytes)
 }
 
-/// Reads one datagram as the gatekeeper needs it: a GRQ or lightweight RRQ of the shapes
-/// phones send as the few fields it uses (read and checked as [`decode`] reads them, built
-/// into nothing), anything else decoded as [`decode`] decodes it.
-/// A decoded message is put in `slot`, which the caller keeps for as long as the request.
+/// Reads one datagram as the gatekeeper needs it: a GRQ, a keep-alive without aliases or a
+/// full RRQ of the shapes phones send as the few fields it uses (read and checked as
+/// [`decode`] reads them, built into no message), anything else decoded as [`decode`]
+/// decodes it. A decoded message is put in `slot`, which the caller keeps for as long as
+/// the request.
 pub fn read_request<'a>(
     bytes: &'a [u8],
     slot: &'a mut Option<RasMessage>,

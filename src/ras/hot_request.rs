@@ -11,14 +11,18 @@
 //! over every bit flip of them.
 //!
 //! One walk serves two ends ([`Walk`]): [`decode`] builds the generated types' values, and
-//! [`read`] — for the gatekeeper, which needs nothing of a GRQ but its sequence number and
-//! nothing of a keep-alive but four fields — reads and checks every component the same way
-//! but builds none of them, so a GRQ or keep-alive costs no allocation at all.
+//! [`read`] — for the gatekeeper, which needs nothing of a GRQ but its sequence number,
+//! nothing of a keep-alive but four fields and nothing of a full RRQ but the few that
+//! registration uses — reads and checks every component the same way but builds none of
+//! them. A GRQ or keep-alive then costs no allocation at all; a full RRQ's addresses and
+//! aliases are read again from the checked octets when the gatekeeper asks for them
+//! ([`TransportAddresses`], [`Aliases`]), so only the aliases it keeps are allocated.
 
 use std::net::{IpAddr, SocketAddr};
 
 use rasn::types::{BmpString, Ia5String, ObjectIdentifier, OctetString};
 
+use super::address::{socket_addr, utf16be_text, Alias};
 use super::aper::Reader;
 use super::asn;
 use super::asn::RasMessage;
@@ -54,11 +58,13 @@ pub(crate) fn decode(octets: &[u8]) -> Option<RasMessage> {
 pub enum Request<'a> {
     /// A GRQ of a shape read here, with its `requestSeqNum`: nothing else of it is used.
     Grq { seq: u16 },
-    /// A lightweight RRQ of a shape read here (so without tokens).
+    /// A lightweight RRQ of a shape read here (so without tokens) and without aliases.
     KeepAlive(KeepAlive<'a>),
+    /// A full RRQ of a shape read here (so without tokens).
+    FullRegistration(FullRegistration<'a>),
     /// Any other datagram that decodes, in the slot the caller of
     /// [`read_request`](super::read_request) keeps: a message is some 2 KB, which neither a
-    /// box (an allocation past malloc's thread cache per full RRQ) nor every GRQ's return
+    /// box (an allocation past malloc's thread cache per request) nor every GRQ's return
     /// path (copying the whole enum) should carry.
     Message(&'a RasMessage),
 }
@@ -72,24 +78,186 @@ pub struct KeepAlive<'a> {
     pub time_to_live: Option<u32>,
 }
 
-/// The request, when the datagram is a GRQ or a keep-alive of a shape read here, read and
-/// checked as [`decode`] does but built into nothing. `None`: anything else (a full RRQ
-/// among them), for the caller to decode.
-pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
-    if has_terminal_alias(octets) {
-        // A full RRQ, as phones send them: left to one walk, building. (A keep-alive with
-        // aliases is then answered from its message, the same way.)
-        return None;
+/// What the gatekeeper reads of a full RRQ (one whose `keepAlive` is not TRUE): read here
+/// from the octets, or taken from a decoded message (`From<&RegistrationRequest>`), the
+/// same fields either way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FullRegistration<'a> {
+    pub seq: u16,
+    /// The IP addresses of `callSignalAddress`.
+    pub call_signal_address: TransportAddresses<'a>,
+    /// The first IP address of `rasAddress`.
+    pub ras_address: Option<SocketAddr>,
+    /// `terminalAlias` (none when absent).
+    pub aliases: Aliases<'a>,
+    pub time_to_live: Option<u32>,
+    /// `terminalType` has `gateway`.
+    pub gateway: bool,
+    /// `cryptoTokens`: never any in an RRQ read here.
+    pub tokens: Option<&'a [asn::CryptoH323Token]>,
+}
+
+impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
+    fn from(rrq: &'a asn::RegistrationRequest) -> Self {
+        FullRegistration {
+            seq: rrq.request_seq_num.0,
+            call_signal_address: TransportAddresses(Listed::Decoded(
+                rrq.call_signal_address.iter(),
+            )),
+            ras_address: rrq.ras_address.iter().find_map(socket_addr),
+            aliases: Aliases(Listed::Decoded(
+                rrq.terminal_alias.as_deref().unwrap_or_default().iter(),
+            )),
+            time_to_live: rrq.time_to_live.as_ref().map(|ttl| ttl.0),
+            gateway: rrq.terminal_type.gateway.is_some(),
+            tokens: rrq.crypto_tokens.as_deref(),
+        }
     }
+}
+
+/// A SEQUENCE OF: the checked octets of its items, or a decoded message's list.
+#[derive(Clone)]
+enum Listed<'a, T> {
+    Walked(Items<'a>),
+    Decoded(std::slice::Iter<'a, T>),
+}
+
+/// The items of a SEQUENCE OF that a check walked: where they start and how many follow.
+#[derive(Clone)]
+struct Items<'a> {
+    at: Reader<'a>,
+    left: usize,
+}
+
+impl<'a> Items<'a> {
+    /// A SEQUENCE OF's length determinant, the reader then at its first item.
+    fn read(r: &mut Reader<'a>) -> Option<Items<'a>> {
+        let left = r.unconstrained_length()?;
+        Some(Items {
+            at: r.clone(),
+            left,
+        })
+    }
+
+    /// No items.
+    fn none() -> Items<'a> {
+        Items {
+            at: Reader::new(&[]),
+            left: 0,
+        }
+    }
+
+    /// The next item, read again by `item` (which read it once already). Should it fail
+    /// after all, the list ends there.
+    fn next<T>(&mut self, item: impl FnOnce(&mut Reader<'a>) -> Option<T>) -> Option<T> {
+        self.left = self.left.checked_sub(1)?;
+        let read = item(&mut self.at);
+        if read.is_none() {
+            self.left = 0;
+        }
+        read
+    }
+
+    /// The items left, all of which were checked: a vector collected from them is
+    /// allocated once, at its length.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+/// `callSignalAddress` as socket addresses: its `ipAddress` and `ip6Address` items, in
+/// order.
+#[derive(Clone)]
+pub struct TransportAddresses<'a>(Listed<'a, asn::TransportAddress>);
+
+impl Iterator for TransportAddresses<'_> {
+    type Item = SocketAddr;
+
+    fn next(&mut self) -> Option<SocketAddr> {
+        match &mut self.0 {
+            Listed::Walked(items) => items.next(socket_address),
+            Listed::Decoded(list) => list.find_map(socket_addr),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            Listed::Walked(items) => items.size_hint(),
+            Listed::Decoded(list) => (0, list.size_hint().1),
+        }
+    }
+}
+
+/// `terminalAlias` as the gatekeeper keeps aliases, in order: made from the octets as
+/// [`Alias::from_asn`] makes them of the decoded values.
+#[derive(Clone)]
+pub struct Aliases<'a>(Listed<'a, asn::AliasAddress>);
+
+impl Iterator for Aliases<'_> {
+    type Item = Alias;
+
+    fn next(&mut self) -> Option<Alias> {
+        match &mut self.0 {
+            Listed::Walked(items) => items.next(alias),
+            Listed::Decoded(list) => list.next().map(Alias::from_asn),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            Listed::Walked(items) => items.size_hint(),
+            Listed::Decoded(list) => list.size_hint(),
+        }
+    }
+}
+
+/// Lists are equal when they yield the same items.
+macro_rules! listed_eq_and_debug {
+    ($($list:ident),*) => {$(
+        impl PartialEq for $list<'_> {
+            fn eq(&self, other: &Self) -> bool {
+                self.clone().eq(other.clone())
+            }
+        }
+
+        impl std::fmt::Debug for $list<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_list().entries(self.clone()).finish()
+            }
+        }
+    )*};
+}
+
+listed_eq_and_debug!(TransportAddresses, Aliases);
+
+/// The request, when the datagram is a GRQ, a keep-alive without aliases or a full RRQ of
+/// a shape read here, read and checked as [`decode`] does but built into nothing. `None`:
+/// anything else, for the caller to decode — a keep-alive with aliases among them (it is
+/// answered from its message, as it always was) and one without an `endpointIdentifier`.
+pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
     match walk(octets, Walk::Check)? {
         Walked::Grq(_, seq) => Some(Request::Grq { seq }),
+        Walked::Rrq(_, kept) if !kept.keep_alive => {
+            Some(Request::FullRegistration(FullRegistration {
+                seq: kept.seq,
+                call_signal_address: TransportAddresses(Listed::Walked(kept.call_signal_address)),
+                ras_address: kept.ras_address.clone().next(socket_address),
+                aliases: Aliases(Listed::Walked(
+                    kept.terminal_alias.unwrap_or_else(Items::none),
+                )),
+                time_to_live: kept.time_to_live,
+                gateway: kept.gateway,
+                tokens: None,
+            }))
+        }
         Walked::Rrq(
             _,
-            Scalars {
+            Kept {
                 seq,
-                keep_alive: true,
                 endpoint_id: Some(endpoint_id),
                 time_to_live,
+                terminal_alias: None,
+                ..
             },
         ) => Some(Request::KeepAlive(KeepAlive {
             seq,
@@ -100,30 +268,23 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
     }
 }
 
-/// Is this an RRQ with `terminalAlias`? Phones send one in a full RRQ and none in a
-/// keep-alive, so this picks which walk to try first.
-fn has_terminal_alias(octets: &[u8]) -> bool {
-    let mut r = Reader::new(octets);
-    let mut peek = || {
-        let extended_message = r.bit()?;
-        let index = r.constrained(RAS_MESSAGE_ROOT)?;
-        let [_extended, _non_standard, has_aliases] = flags(&mut r)?;
-        Some(!extended_message && index == 3 && has_aliases)
-    };
-    peek().unwrap_or(false)
-}
-
 /// A walked request: its value when built, and what a check also keeps. It lives for one
 /// call on the stack and its value is moved out once, so its size is no cost worth a box.
 #[allow(clippy::large_enum_variant)]
 enum Walked<'a> {
     Grq(Option<asn::GatekeeperRequest>, u16),
-    Rrq(Option<asn::RegistrationRequest>, Scalars<'a>),
+    Rrq(Option<asn::RegistrationRequest>, Kept<'a>),
 }
 
-/// An RRQ's components kept by either walk.
-struct Scalars<'a> {
+/// What either walk keeps of an RRQ: what the gatekeeper reads of it, its lists as where
+/// their items are.
+struct Kept<'a> {
     seq: u16,
+    call_signal_address: Items<'a>,
+    ras_address: Items<'a>,
+    /// `terminalAlias`, when present.
+    terminal_alias: Option<Items<'a>>,
+    gateway: bool,
     keep_alive: bool,
     endpoint_id: Option<&'a [u8]>,
     time_to_live: Option<u32>,
@@ -152,7 +313,7 @@ fn gatekeeper_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> 
     let seq = sequence_number(r)?;
     let protocol_identifier = object_identifier(r, walk)?;
     let ras_address = transport_address(r, walk)?;
-    let endpoint_type = endpoint_type(r, walk)?;
+    let (endpoint_type, _) = endpoint_type(r, walk)?;
     let gatekeeper_identifier = optional(has_gatekeeper, || bmp(r, 128, walk))?.flatten();
     let endpoint_alias = optional(has_aliases, || aliases(r, walk))?.flatten();
     let mut supports_alt_gk = None;
@@ -206,14 +367,24 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
     let seq = sequence_number(r)?;
     let protocol_identifier = object_identifier(r, walk)?;
     let discovery_complete = r.bit()?;
-    let call_signal_address = transport_addresses(r, walk)?;
-    let ras_address = transport_addresses(r, walk)?;
-    let terminal_type = endpoint_type(r, walk)?;
-    let terminal_alias = optional(has_aliases, || aliases(r, walk))?.flatten();
+    let call_signal_items = Items::read(r)?;
+    let call_signal_address = list(call_signal_items.left, walk, || transport_address(r, walk))?;
+    let ras_items = Items::read(r)?;
+    let ras_address = list(ras_items.left, walk, || transport_address(r, walk))?;
+    let (terminal_type, gateway) = endpoint_type(r, walk)?;
+    let alias_items = optional(has_aliases, || Items::read(r))?;
+    let terminal_alias = match &alias_items {
+        Some(items) => list(items.left, walk, || alias_address(r, walk))?,
+        None => None,
+    };
     let gatekeeper_identifier = optional(has_gatekeeper, || bmp(r, 128, walk))?.flatten();
     let endpoint_vendor = vendor_identifier(r, walk)?;
-    let mut scalars = Scalars {
+    let mut kept = Kept {
         seq,
+        call_signal_address: call_signal_items,
+        ras_address: ras_items,
+        terminal_alias: alias_items,
+        gateway,
         keep_alive: false,
         endpoint_id: None,
         time_to_live: None,
@@ -234,10 +405,10 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
             match index {
                 1 => {
                     let ttl = c.constrained(0xFFFF_FFFF)? + 1;
-                    scalars.time_to_live = Some(u32::try_from(ttl).ok()?);
+                    kept.time_to_live = Some(u32::try_from(ttl).ok()?);
                 }
                 5 => keep_alive = Some(c.bit()?),
-                6 => scalars.endpoint_id = Some(bmp_octets(c, 128)?),
+                6 => kept.endpoint_id = Some(bmp_octets(c, 128)?),
                 7 => will_supply_uuies = Some(c.bit()?),
                 8 => maintain_connection = Some(c.bit()?),
                 10 => additive_registration = Some(null(c)?),
@@ -251,7 +422,7 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
             content.at_end()?;
         }
     }
-    scalars.keep_alive = keep_alive == Some(true);
+    kept.keep_alive = keep_alive == Some(true);
     let rrq = if walk == Walk::Build {
         Some(asn::RegistrationRequest {
             request_seq_num: asn::RequestSeqNum(seq),
@@ -265,12 +436,12 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
             gatekeeper_identifier: gatekeeper_identifier.map(asn::GatekeeperIdentifier),
             endpoint_vendor: endpoint_vendor?,
             alternate_endpoints: None,
-            time_to_live: scalars.time_to_live.map(asn::TimeToLive),
+            time_to_live: kept.time_to_live.map(asn::TimeToLive),
             tokens: None,
             crypto_tokens: None,
             integrity_check_value: None,
             keep_alive,
-            endpoint_identifier: scalars
+            endpoint_identifier: kept
                 .endpoint_id
                 .map(|octets| asn::EndpointIdentifier(bmp_string(octets))),
             will_supply_uuies,
@@ -297,7 +468,7 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
     } else {
         None
     };
-    Some(Walked::Rrq(rrq, scalars))
+    Some(Walked::Rrq(rrq, kept))
 }
 
 /// `N` presence bits of a SEQUENCE's OPTIONAL components.
@@ -439,14 +610,6 @@ fn bmp(r: &mut Reader<'_>, max: usize, walk: Walk) -> Option<Option<BmpString>> 
     Some(walk.make(|| bmp_string(octets)))
 }
 
-fn transport_addresses(
-    r: &mut Reader<'_>,
-    walk: Walk,
-) -> Option<Option<Vec<asn::TransportAddress>>> {
-    let count = r.unconstrained_length()?;
-    list(count, walk, || transport_address(r, walk))
-}
-
 /// `count` items read one after the other; when building, in a vector allocated once (for
 /// up to 8; a count the datagram cannot hold fails at its first missing item).
 fn list<T>(
@@ -495,37 +658,68 @@ fn aliases(r: &mut Reader<'_>, walk: Walk) -> Option<Option<Vec<asn::AliasAddres
     list(count, walk, || alias_address(r, walk))
 }
 
-/// `AliasAddress`: its root alternatives, `dialledDigits` and `h323-ID`.
-pub(super) fn alias_address(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::AliasAddress>> {
+/// Which root alternative of `AliasAddress` follows: `Some(true)` for `dialledDigits`,
+/// `Some(false)` for `h323-ID` (an extension alternative is not read here).
+fn dialled_digits_follow(r: &mut Reader<'_>) -> Option<bool> {
     if r.bit()? {
         return None;
     }
-    match r.constrained(2)? {
-        0 => {
-            let length = r.constrained_length(1, 128)?;
-            r.align()?;
-            // Every character of DIALLED_DIGITS is IA5, so the string is filled directly
-            // (through DerefMut), not checked again by `from_iso646_bytes`.
-            let mut digits = walk.make(|| {
-                let mut digits = Ia5String::default();
-                digits.reserve_exact(length);
-                digits
-            });
-            for _ in 0..length {
-                let digit = *DIALLED_DIGITS.get(r.bits(4)? as usize)?;
-                if let Some(digits) = &mut digits {
-                    digits.push(digit);
-                }
+    Some(r.constrained(2)? == 0)
+}
+
+/// The length of a `dialledDigits`, the reader then at its first character.
+fn dialled_digits_length(r: &mut Reader<'_>) -> Option<usize> {
+    let length = r.constrained_length(1, 128)?;
+    r.align()?;
+    Some(length)
+}
+
+/// One character of a `dialledDigits`.
+fn dialled_digit(r: &mut Reader<'_>) -> Option<u8> {
+    DIALLED_DIGITS.get(r.bits(4)? as usize).copied()
+}
+
+/// `AliasAddress`: its root alternatives, `dialledDigits` and `h323-ID`.
+pub(super) fn alias_address(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::AliasAddress>> {
+    if dialled_digits_follow(r)? {
+        let length = dialled_digits_length(r)?;
+        // Every character of DIALLED_DIGITS is IA5, so the string is filled directly
+        // (through DerefMut), not checked again by `from_iso646_bytes`.
+        let mut digits = walk.make(|| {
+            let mut digits = Ia5String::default();
+            digits.reserve_exact(length);
+            digits
+        });
+        for _ in 0..length {
+            let digit = dialled_digit(r)?;
+            if let Some(digits) = &mut digits {
+                digits.push(digit);
             }
-            Some(digits.map(asn::AliasAddress::dialledDigits))
         }
-        _ => Some(bmp(r, 256, walk)?.map(asn::AliasAddress::h323_ID)),
+        Some(digits.map(asn::AliasAddress::dialledDigits))
+    } else {
+        Some(bmp(r, 256, walk)?.map(asn::AliasAddress::h323_ID))
+    }
+}
+
+/// An `AliasAddress` of [`alias_address`]'s shapes as the gatekeeper keeps it: the
+/// [`Alias`] that [`Alias::from_asn`] makes of the value `alias_address` builds.
+fn alias(r: &mut Reader<'_>) -> Option<Alias> {
+    if dialled_digits_follow(r)? {
+        let length = dialled_digits_length(r)?;
+        let mut digits = String::with_capacity(length);
+        for _ in 0..length {
+            digits.push(char::from(dialled_digit(r)?));
+        }
+        Some(Alias::DialledDigits(digits))
+    } else {
+        Some(Alias::H323Id(utf16be_text(bmp_octets(r, 256)?)))
     }
 }
 
 /// `EndpointType` with no non-standard data, no extension additions, and empty gateway and
-/// MCU information when present.
-fn endpoint_type(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::EndpointType>> {
+/// MCU information when present; and whether it has `gateway`, which a check keeps too.
+fn endpoint_type(r: &mut Reader<'_>, walk: Walk) -> Option<(Option<asn::EndpointType>, bool)> {
     let extended = r.bit()?;
     let [non_standard, vendor, gatekeeper, gateway, mcu, terminal] = flags(r)?;
     if extended || non_standard {
@@ -541,7 +735,8 @@ fn endpoint_type(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::EndpointT
     let terminal = optional(terminal, || empty_info(r))?;
     let mc = r.bit()?;
     let undefined_node = r.bit()?;
-    Some(walk.make(|| {
+    let has_gateway = gateway.is_some();
+    let built = walk.make(|| {
         asn::EndpointType::new(
             None,
             vendor,
@@ -554,7 +749,8 @@ fn endpoint_type(r: &mut Reader<'_>, walk: Walk) -> Option<Option<asn::EndpointT
             None,
             None,
         )
-    }))
+    });
+    Some((built, has_gateway))
 }
 
 /// `SEQUENCE { nonStandardData OPTIONAL, ... }` with neither.
@@ -605,7 +801,8 @@ mod tests {
         proptest::option::of(strategies::identifier())
     }
 
-    /// A GRQ, full RRQ or lightweight RRQ as `request::` builds them.
+    /// A GRQ, full RRQ or lightweight RRQ as `request::` builds them, a full RRQ's address
+    /// lists lengthened by up to two more.
     fn requests() -> impl Strategy<Value = RasMessage> {
         (
             0..3u8,
@@ -617,29 +814,38 @@ mod tests {
             identifier(),
             proptest::option::of(1u32..),
             any::<bool>(),
+            proptest::collection::vec(address(), 0..3),
         )
             .prop_filter_map(
                 "identifiers the constructors accept",
-                |(which, seq, ras, call, aliases, gatekeeper, endpoint, ttl, gateway)| {
+                |(which, seq, ras, call, aliases, gatekeeper, endpoint, ttl, gateway, more)| {
                     let gatekeeper = match gatekeeper {
                         Some(id) => Some(GatekeeperId::new(&id).ok()?),
                         None => None,
                     };
                     Some(match which {
                         0 => request::gatekeeper_request(seq, ras, &aliases, gatekeeper.as_ref()),
-                        1 => request::registration_request(&request::Rrq {
-                            request_seq_num: seq,
-                            call_signal_address: call,
-                            ras_address: ras,
-                            terminal_type: if gateway {
-                                request::gateway()
-                            } else {
-                                request::terminal()
-                            },
-                            aliases: &aliases,
-                            gatekeeper_id: gatekeeper.as_ref(),
-                            time_to_live_s: ttl,
-                        }),
+                        1 => {
+                            let mut message = request::registration_request(&request::Rrq {
+                                request_seq_num: seq,
+                                call_signal_address: call,
+                                ras_address: ras,
+                                terminal_type: if gateway {
+                                    request::gateway()
+                                } else {
+                                    request::terminal()
+                                },
+                                aliases: &aliases,
+                                gatekeeper_id: gatekeeper.as_ref(),
+                                time_to_live_s: ttl,
+                            });
+                            if let RasMessage::registrationRequest(rrq) = &mut message {
+                                let more = more.into_iter().map(super::super::transport_address);
+                                rrq.call_signal_address.extend(more.clone());
+                                rrq.ras_address.extend(more.rev());
+                            }
+                            message
+                        }
                         _ => {
                             let endpoint =
                                 EndpointId::new(&endpoint.unwrap_or("EP1".into())).ok()?;
@@ -667,8 +873,9 @@ mod tests {
     }
 
     /// `read` of a datagram says what `decode` of it builds — a GRQ's sequence number, a
-    /// keep-alive's four fields — and leaves nothing else to it: no GRQ, and no keep-alive
-    /// but one with aliases.
+    /// keep-alive's four fields, every field the gatekeeper takes of a full RRQ's message —
+    /// and leaves nothing else to it: no GRQ, no full RRQ, and no keep-alive but one with
+    /// aliases or without an `endpointIdentifier`.
     fn read_agrees_with_decode(octets: &[u8]) -> Result<(), TestCaseError> {
         let (read, decoded) = (read(octets), decode(octets));
         match (read, decoded) {
@@ -677,18 +884,40 @@ mod tests {
             }
             (Some(Request::KeepAlive(keep_alive)), Some(RasMessage::registrationRequest(rrq))) => {
                 prop_assert_eq!(rrq.keep_alive, Some(true));
+                prop_assert!(rrq.terminal_alias.is_none());
                 prop_assert_eq!(keep_alive.seq, rrq.request_seq_num.0);
                 let id = rrq.endpoint_identifier.map(|id| id.0.to_bytes());
                 prop_assert_eq!(Some(keep_alive.endpoint_id.to_vec()), id);
                 prop_assert_eq!(keep_alive.time_to_live, rrq.time_to_live.map(|t| t.0));
             }
+            (
+                Some(Request::FullRegistration(registration)),
+                Some(RasMessage::registrationRequest(rrq)),
+            ) => {
+                prop_assert_ne!(rrq.keep_alive, Some(true));
+                // Every field, the lists item by item, and the lists again as collected
+                // (which sizes the vector from what is left to read).
+                let collected = |registration: &FullRegistration<'_>| {
+                    let addresses: Vec<SocketAddr> =
+                        registration.call_signal_address.clone().collect();
+                    let aliases: Vec<Alias> = registration.aliases.clone().collect();
+                    (addresses, aliases)
+                };
+                let from_message = FullRegistration::from(&rrq);
+                prop_assert_eq!(collected(&registration), collected(&from_message));
+                prop_assert_eq!(registration, from_message);
+            }
             (None, Some(RasMessage::gatekeeperRequest(_))) => {
                 return Err(TestCaseError::fail("a GRQ left to decode"));
             }
             (None, Some(RasMessage::registrationRequest(rrq))) => {
-                // A keep-alive is left to decode only when it carries aliases (see `read`).
-                let keep_alive = rrq.keep_alive == Some(true) && rrq.endpoint_identifier.is_some();
-                prop_assert!(!keep_alive || rrq.terminal_alias.is_some());
+                // Only a keep-alive is left to decode, and only one with aliases (answered
+                // from its message as it always was) or without an identifier (see `read`).
+                prop_assert_eq!(rrq.keep_alive, Some(true), "a full RRQ left to decode");
+                prop_assert!(
+                    rrq.terminal_alias.is_some() || rrq.endpoint_identifier.is_none(),
+                    "a keep-alive left to decode"
+                );
             }
             (None, _) => {}
             (read, decoded) => {
@@ -698,6 +927,87 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    /// A full RRQ with two of each address, a repeated alias and an `h323-ID` that is no
+    /// UTF-16 (a lone surrogate): read into what registration uses, as its message converts.
+    #[test]
+    fn a_full_rrq_is_read_into_the_fields_registration_uses() {
+        let digits = Alias::dialled_digits("5000#*,").unwrap();
+        let name = Alias::h323_id("Zoë ☎").unwrap();
+        let (call, ras): (SocketAddr, SocketAddr) = (
+            "127.1.7.9:1720".parse().unwrap(),
+            "[::1]:1719".parse().unwrap(),
+        );
+        let mut message = request::registration_request(&request::Rrq {
+            request_seq_num: 7,
+            call_signal_address: call,
+            ras_address: ras,
+            terminal_type: request::gateway(),
+            aliases: &[digits.clone(), name.clone(), digits.clone()],
+            gatekeeper_id: None,
+            time_to_live_s: Some(300),
+        });
+        let RasMessage::registrationRequest(rrq) = &mut message else {
+            unreachable!("an RRQ");
+        };
+        rrq.call_signal_address
+            .push(super::super::transport_address(ras));
+        rrq.ras_address.push(super::super::transport_address(call));
+        let lone = BmpString::try_from(&[0xD8, 0x00, 0x00, 0x41][..]).unwrap();
+        let aliases = rrq.terminal_alias.get_or_insert_default();
+        aliases.push(asn::AliasAddress::h323_ID(lone));
+        let octets = octets(&message);
+        let Some(Request::FullRegistration(read)) = read(&octets) else {
+            panic!("not read: {:?}", read(&octets));
+        };
+        assert_eq!(read.seq, 7);
+        assert_eq!(
+            read.call_signal_address.clone().collect::<Vec<_>>(),
+            [call, ras]
+        );
+        assert_eq!(read.ras_address, Some(ras));
+        let odd = Alias::H323Id("\u{FFFD}A".into());
+        let aliases = [digits.clone(), name, digits, odd];
+        assert_eq!(read.aliases.clone().collect::<Vec<_>>(), aliases);
+        assert_eq!(
+            (read.time_to_live, read.gateway, read.tokens),
+            (Some(300), true, None)
+        );
+        let RasMessage::registrationRequest(rrq) = decode(&octets).unwrap() else {
+            unreachable!("an RRQ");
+        };
+        assert_eq!(read, FullRegistration::from(&rrq));
+    }
+
+    /// A full RRQ with no `callSignalAddress`, `rasAddress` or `terminalAlias` is read too
+    /// (the gatekeeper answers `invalidCallSignalAddress`).
+    #[test]
+    fn a_full_rrq_without_lists_is_read() {
+        let address: SocketAddr = "127.1.7.9:1720".parse().unwrap();
+        let mut message = request::registration_request(&request::Rrq {
+            request_seq_num: 8,
+            call_signal_address: address,
+            ras_address: address,
+            terminal_type: request::terminal(),
+            aliases: &[],
+            gatekeeper_id: None,
+            time_to_live_s: None,
+        });
+        let RasMessage::registrationRequest(rrq) = &mut message else {
+            unreachable!("an RRQ");
+        };
+        rrq.call_signal_address.clear();
+        rrq.ras_address.clear();
+        rrq.terminal_alias = None;
+        let octets = octets(&message);
+        let Some(Request::FullRegistration(read)) = read(&octets) else {
+            panic!("not read: {:?}", read(&octets));
+        };
+        assert_eq!(read.call_signal_address.count(), 0);
+        assert_eq!(read.ras_address, None);
+        assert_eq!(read.aliases.count(), 0);
+        assert_eq!((read.time_to_live, read.gateway), (None, false));
     }
 
     proptest! {

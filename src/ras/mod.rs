@@ -18,8 +18,8 @@
 //! this module should prefer the functions here. The exception is the gatekeeper's hot path:
 //! [`hot_reply`] writes GCF and RCF straight from its values (no `RasMessage` built),
 //! `decode` reads the common GRQ and RRQ shapes with a hand-written decoder, and
-//! [`read_request`] hands the gatekeeper a GRQ or keep-alive of those shapes as its few
-//! fields, built into no message.
+//! [`read_request`] hands the gatekeeper a GRQ, keep-alive or full RRQ of those shapes as
+//! its few fields, built into no message.
 //!
 //! What this module does not do: no sockets, no clocks, no policy.
 
@@ -54,7 +54,7 @@ pub(crate) use address::{bmp_text, utf16be_text};
 pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
 pub use codec::{decode, encode, encode_into, read_request, to_json, DecodeError, EncodeError};
-pub use hot_request::{KeepAlive, Request};
+pub use hot_request::{Aliases, FullRegistration, KeepAlive, Request, TransportAddresses};
 pub use kind::{kind, request_seq_num, MessageKind};
 pub(crate) use peek::peek_kind;
 pub use peek::peek_request_seq_num;
