@@ -14,9 +14,10 @@
 //! [`read`] — for the gatekeeper, which needs nothing of a GRQ but its sequence number,
 //! nothing of a keep-alive but four fields and nothing of a full RRQ but the few that
 //! registration uses — reads and checks every component the same way but builds none of
-//! them. A GRQ or keep-alive then costs no allocation at all; a full RRQ's addresses and
-//! aliases are read again from the checked octets when the gatekeeper asks for them
-//! ([`TransportAddresses`], [`Aliases`]), so only the aliases it keeps are allocated.
+//! them. A GRQ or keep-alive then costs no allocation at all; a full RRQ's call signal
+//! addresses and aliases are read again from the checked octets when the gatekeeper asks
+//! for them ([`TransportAddresses`], [`Aliases`]), so only the aliases it keeps are
+//! allocated.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -241,7 +242,7 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
             Some(Request::FullRegistration(FullRegistration {
                 seq: kept.seq,
                 call_signal_address: TransportAddresses(Listed::Walked(kept.call_signal_address)),
-                ras_address: kept.ras_address.clone().next(socket_address),
+                ras_address: kept.ras_address,
                 aliases: Aliases(Listed::Walked(
                     kept.terminal_alias.unwrap_or_else(Items::none),
                 )),
@@ -281,7 +282,8 @@ enum Walked<'a> {
 struct Kept<'a> {
     seq: u16,
     call_signal_address: Items<'a>,
-    ras_address: Items<'a>,
+    /// The first of `rasAddress`, kept as the walk reads it.
+    ras_address: Option<SocketAddr>,
     /// `terminalAlias`, when present.
     terminal_alias: Option<Items<'a>>,
     gateway: bool,
@@ -369,8 +371,13 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
     let discovery_complete = r.bit()?;
     let call_signal_items = Items::read(r)?;
     let call_signal_address = list(call_signal_items.left, walk, || transport_address(r, walk))?;
-    let ras_items = Items::read(r)?;
-    let ras_address = list(ras_items.left, walk, || transport_address(r, walk))?;
+    let ras_count = r.unconstrained_length()?;
+    let mut first_ras_address = None;
+    let ras_address = list(ras_count, walk, || {
+        let address = socket_address(r)?;
+        first_ras_address.get_or_insert(address);
+        Some(walk.make(|| super::transport_address(address)))
+    })?;
     let (terminal_type, gateway) = endpoint_type(r, walk)?;
     let alias_items = optional(has_aliases, || Items::read(r))?;
     let terminal_alias = match &alias_items {
@@ -382,7 +389,7 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
     let mut kept = Kept {
         seq,
         call_signal_address: call_signal_items,
-        ras_address: ras_items,
+        ras_address: first_ras_address,
         terminal_alias: alias_items,
         gateway,
         keep_alive: false,
