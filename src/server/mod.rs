@@ -18,7 +18,7 @@ mod admin;
 mod batch;
 mod metrics;
 mod reload;
-mod sockets;
+pub(crate) mod sockets;
 pub mod state_file;
 
 use std::collections::HashMap;

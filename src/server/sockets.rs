@@ -45,7 +45,9 @@ fn force_receive_buffer(_socket: &Socket, _bytes: usize) -> bool {
     false
 }
 
-fn udp(domain: Domain) -> io::Result<Socket> {
+/// A non-blocking UDP socket of `domain`, not bound, with the large buffers (the storm's
+/// phones' port uses it too).
+pub(crate) fn udp(domain: Domain) -> io::Result<Socket> {
     let socket = Socket::new(domain, Type::DGRAM, Some(Protocol::UDP))?;
     // Best effort: a smaller buffer only means drops under heavier load.
     if !force_receive_buffer(&socket, FORCED_RECEIVE_BYTES) {

@@ -1,18 +1,18 @@
-//! One simulated phone's life on its own UDP socket: GRQ to the discovery address, RRQ at the
-//! C-LAN the GCF names, retransmissions on timeout with the same sequence number (as a real
-//! endpoint's RAS timer does, doubling the wait each time), simulated loss each way, keep-alives while the storm lasts,
-//! re-registration when the gatekeeper sends URQ, and an optional URQ at the end.
+//! One simulated phone's life on its line of the storm's port (its own address): GRQ to the
+//! discovery address, RRQ at the C-LAN the GCF names, retransmissions on timeout with the
+//! same sequence number (as a real endpoint's RAS timer does, doubling the wait each time),
+//! simulated loss each way, keep-alives while the storm lasts, re-registration when the
+//! gatekeeper sends URQ, and an optional URQ at the end.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use tokio::net::UdpSocket;
-
+use super::port::Line;
 use crate::pcap::Datagram;
 use crate::phone::{Answer, Phone};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// What every phone of a storm shares.
 pub(super) struct Plan {
@@ -65,10 +65,10 @@ pub(super) struct Outcome {
     pub calls_refused: u64,
 }
 
-/// A phone with its socket, its loss generator and its record.
+/// A phone with its line on the storm's port, its loss generator and its record.
 pub(super) struct Life<'a> {
     pub phone: Phone,
-    pub socket: UdpSocket,
+    pub line: Line,
     pub rng: ChaCha8Rng,
     pub plan: &'a Plan,
     pub outcome: Outcome,
@@ -84,10 +84,10 @@ pub(super) fn wall_time() -> Duration {
 }
 
 impl<'a> Life<'a> {
-    pub fn new(phone: Phone, socket: UdpSocket, seed: u64, plan: &'a Plan) -> Life<'a> {
+    pub fn new(phone: Phone, line: Line, seed: u64, plan: &'a Plan) -> Life<'a> {
         Life {
             phone,
-            socket,
+            line,
             rng: ChaCha8Rng::seed_from_u64(seed),
             plan,
             outcome: Outcome::default(),
@@ -163,23 +163,26 @@ impl<'a> Life<'a> {
         }
         self.record(self.phone.ras_address, to, datagram);
         // A send error (e.g. a full buffer) is a lost datagram: the timer sends again.
-        let _ = self.socket.send_to(datagram, to).await;
+        let _ = self.line.send_to(datagram, to).await;
     }
 
     /// Receives until `deadline`; answers gatekeeper-sent URQs on the way (and reports them).
     async fn receive(&mut self, deadline: Instant) -> Option<(Answer, SocketAddr)> {
-        let mut buffer = [0u8; 4096];
         loop {
             let left = deadline.checked_duration_since(Instant::now())?;
-            let (len, from) = tokio::time::timeout(left, self.socket.recv_from(&mut buffer))
+            let Some((datagram, from)) = tokio::time::timeout(left, self.line.recv_from())
                 .await
                 .ok()?
-                .ok()?;
+            else {
+                // The port's router is gone: silence until the deadline, as for a timeout.
+                tokio::time::sleep_until(deadline.into()).await;
+                return None;
+            };
             if self.lost() {
                 continue;
             }
-            self.record(from, self.phone.ras_address, &buffer[..len]);
-            if let Ok(answer) = Answer::read(&buffer[..len]) {
+            self.record(from, self.phone.ras_address, &datagram);
+            if let Ok(answer) = Answer::read(&datagram) {
                 return Some((answer, from));
             }
         }

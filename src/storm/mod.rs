@@ -14,6 +14,7 @@
 mod fleet;
 mod life;
 mod phones;
+mod port;
 pub mod report;
 mod shard;
 mod tally;
@@ -102,9 +103,9 @@ pub struct StormArgs {
     /// Write every datagram the phones sent and received into a pcap.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// Spread the phones over N storm processes, started at one instant, their figures
-    /// added into one report. Each phone holds a socket, so an open file; by default as many
-    /// processes as the open-file limit requires (1 when every phone fits in one).
+    /// Spread the phones over N storm processes (each with its own port), started at one
+    /// instant, their figures added into one report; by default 1. Each process runs on one
+    /// core, so more processes give the phones more of a machine's cores.
     #[arg(long, value_name = "N")]
     pub processes: Option<usize>,
     /// Run as child I of N of a multi-process storm (the options come as JSON on standard
@@ -171,18 +172,9 @@ pub enum StormError {
     /// An option is out of range.
     #[error("{0}")]
     Option(String),
-    /// A phone's socket cannot be bound.
-    #[error("cannot bind phone {index}'s address {address}: {source}{hint}")]
-    Bind {
-        /// Which phone.
-        index: usize,
-        /// Its address.
-        address: SocketAddr,
-        /// What the system said.
-        source: std::io::Error,
-        /// What to do about it.
-        hint: &'static str,
-    },
+    /// The phones' port (one UDP socket on the loopback device) cannot be opened.
+    #[error("cannot open the phones' port (a UDP socket on the loopback device `lo`): {0}")]
+    Port(std::io::Error),
     /// A child of a multi-process storm failed.
     #[error("storm process {shard}: {reason}")]
     Shard {
@@ -227,7 +219,7 @@ impl StormArgs {
                 return bad(format!("--rate {rate} must be a number above 0"));
             }
         }
-        let per_region = self.phones.div_ceil(self.regions.len());
+        let per_region = self.most_in_a_region();
         if per_region > 250 * 254 {
             return bad(format!(
                 "{per_region} phones per region do not fit in 127.R.1.1 to 127.R.254.250"
@@ -289,15 +281,21 @@ impl StormArgs {
         Ok(())
     }
 
-    /// Phone `i`: its region's address block, TTS by share, its extension.
-    fn phones(&self) -> Vec<(Phone, bool)> {
+    /// Phone `i`: its address, the next of its region's block (127.R.1.1, 127.R.1.2, …,
+    /// 250 to a block of 256), TTS by share, its extension.
+    fn phones(&self) -> Vec<(Ipv4Addr, Phone, bool)> {
         let mut tts_count = 0u32;
         let mut other_count = 0u32;
+        // Phones so far in each region: a region listed twice gets twice the phones, each
+        // at an address of its own.
+        let mut in_region = [0usize; 256];
         (0..self.phones)
             .map(|i| {
                 let region = self.regions[i % self.regions.len()];
-                let j = i / self.regions.len();
-                let ip = Ipv4Addr::new(127, region, 1 + (j / 250) as u8, 1 + (j % 250) as u8);
+                let j = in_region[usize::from(region)];
+                in_region[usize::from(region)] += 1;
+                let (block, host) = (j / 250, j % 250);
+                let ip = Ipv4Addr::new(127, region, (1 + block) as u8, (1 + host) as u8);
                 // Spread evenly: phone i is TTS when the share's running total crosses a
                 // whole number at i.
                 let tts =
@@ -310,9 +308,31 @@ impl StormArgs {
                     self.extensions_from + other_count - 1
                 };
                 let phone = Phone::extension(extension, SocketAddr::new(IpAddr::V4(ip), 0));
-                (phone, tts)
+                (ip, phone, tts)
             })
             .collect()
+    }
+
+    /// The most phones any one region gets.
+    fn most_in_a_region(&self) -> usize {
+        let mut listed = [0usize; 256];
+        for &region in &self.regions {
+            listed[usize::from(region)] += 1;
+        }
+        let rounds = self.phones / self.regions.len();
+        let extra = self.phones % self.regions.len();
+        listed
+            .iter()
+            .enumerate()
+            .map(|(region, &times)| {
+                let early = self.regions[..extra]
+                    .iter()
+                    .filter(|&&r| usize::from(r) == region)
+                    .count();
+                rounds * times + early
+            })
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -359,88 +379,11 @@ async fn trunk_totals(admin: SocketAddr) -> Option<BTreeMap<String, u64>> {
     Some(per_node)
 }
 
-/// Raises this process's open-file limit so every phone can have its socket: the soft limit
-/// up to the hard one, and the hard one too where the system allows (root). Best effort: when
-/// it fails, binding says so with a hint.
-fn raise_file_limit(phones: usize) {
-    #[cfg(unix)]
-    {
-        let want = (phones as libc::rlim_t).saturating_add(256);
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= want {
-                return;
-            }
-            let raised = libc::rlimit {
-                rlim_cur: want,
-                rlim_max: limit.rlim_max.max(want),
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
-                let soft = libc::rlimit {
-                    rlim_cur: limit.rlim_max,
-                    rlim_max: limit.rlim_max,
-                };
-                libc::setrlimit(libc::RLIMIT_NOFILE, &soft);
-            }
-        }
-    }
-}
-
-/// Files a storm process keeps open besides its phones' sockets (the runtime, standard
-/// streams, the admin port's connections, a capture).
-const OTHER_FILES: usize = 256;
-
-/// How many files this process may open, after raising its soft limit as far as it goes;
-/// `None` when there is no telling.
-fn open_file_limit(phones: usize) -> Option<usize> {
-    raise_file_limit(phones);
-    #[cfg(unix)]
-    {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit only writes the struct passed by pointer.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
-            return Some(usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX));
-        }
-    }
-    None
-}
-
-/// How many processes the storm runs in: `--processes`, or as many as the open-file limit
-/// requires. Refuses a count whose share of phones cannot have its sockets.
-fn processes_for(args: &StormArgs) -> Result<usize, StormError> {
-    let Some(limit) = open_file_limit(args.phones) else {
-        return Ok(args.processes.unwrap_or(1));
-    };
-    let room = limit.saturating_sub(OTHER_FILES);
-    if room == 0 {
-        return Err(StormError::Option(format!(
-            "the open-file limit is {limit}: too few for any phone's socket"
-        )));
-    }
-    let needed = args.phones.div_ceil(room);
-    match args.processes {
-        None => Ok(needed),
-        Some(n) if n >= needed => Ok(n),
-        Some(n) => Err(StormError::Option(format!(
-            "--processes {n}: {} phones a process need {} open files each, and the limit is \
-             {limit} (raising it was refused); use --processes {needed} or more, or leave it \
-             out",
-            args.phones.div_ceil(n),
-            args.phones.div_ceil(n) + OTHER_FILES,
-        ))),
-    }
-}
-
-/// The runtime every storm process runs on.
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
+/// The runtime every storm process runs on: one thread. A storm's phones wake each other
+/// all the time; threads handing them around would take more time than they give (and take
+/// it from the gatekeeper). `--processes` spreads a storm over cores.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
 }
@@ -494,7 +437,6 @@ fn sample_load(
 /// storm, as `examples/storm_in_process.rs` uses it).
 pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     args.check()?;
-    raise_file_limit(args.phones);
     let bound = phones::bind(args, Share::WHOLE).await?;
     let admin = admin_answering(args).await;
     let (sampler, samples) = sample_load(admin, Instant::now());
@@ -515,11 +457,11 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     finish(args, tally, load, admin, samples, 1).await
 }
 
-/// Runs a storm in as many processes as `--processes` and the open-file limit say (in this
-/// one when every phone fits), and reports: what `rasgk storm` runs.
+/// Runs a storm in as many processes as `--processes` says (in this one by default), and
+/// reports: what `rasgk storm` runs.
 pub async fn storm_spread(args: &StormArgs) -> Result<Report, StormError> {
     args.check()?;
-    match processes_for(args)? {
+    match args.processes.unwrap_or(1) {
         1 => storm(args).await,
         processes => storm_in_processes(args, processes).await,
     }
@@ -639,5 +581,49 @@ pub fn run(args: StormArgs) -> ExitCode {
             eprintln!("rasgk storm: {error}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(line: &str) -> StormArgs {
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            storm: StormArgs,
+        }
+        let words = std::iter::once("rasgk storm").chain(line.split_whitespace());
+        Command::try_parse_from(words).unwrap().storm
+    }
+
+    #[test]
+    fn every_phone_has_an_address_of_its_own_in_its_region_even_when_a_region_is_listed_twice() {
+        let storm = args("--target 127.0.0.1:1719 --phones 1000 --regions 1,1,2");
+        let phones = storm.phones();
+        let ips: std::collections::HashSet<Ipv4Addr> = phones.iter().map(|p| p.0).collect();
+        assert_eq!(ips.len(), 1000, "one address a phone: they share a port");
+        for (i, (ip, phone, _)) in phones.iter().enumerate() {
+            assert_eq!(ip.octets()[1], [1, 1, 2][i % 3], "phone {i}'s region");
+            assert_eq!(phone.ras_address.ip(), IpAddr::V4(*ip));
+        }
+        // Region 1 has 667 phones: 127.1.1.1 to 127.1.1.250, 127.1.2.1 …, 127.1.3.167.
+        assert_eq!(storm.most_in_a_region(), 667);
+        assert!(ips.contains(&Ipv4Addr::new(127, 1, 3, 167)));
+        assert!(!ips.contains(&Ipv4Addr::new(127, 1, 3, 168)));
+    }
+
+    #[test]
+    fn more_phones_than_a_region_has_addresses_are_refused_with_the_reason() {
+        let fits = args("--target 127.0.0.1:1719 --phones 127000 --regions 1,2");
+        assert!(fits.check().is_ok());
+        let twice = args("--target 127.0.0.1:1719 --phones 127000 --regions 1,1,2");
+        let error = twice.check().unwrap_err().to_string();
+        assert!(
+            error.contains("84667 phones per region do not fit in 127.R.1.1 to 127.R.254.250"),
+            "{error}"
+        );
     }
 }

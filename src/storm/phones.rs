@@ -1,22 +1,23 @@
-//! The phones of one storm process: bind their sockets (all before the first GRQ, so a
-//! multi-process storm can start every process at one instant), live their lives as one task
-//! each, and add up how it went ([`Tally`]).
+//! The phones of one storm process: give each its line on the process's port (all before
+//! the first GRQ, so a multi-process storm can start every process at one instant), live
+//! their lives as one task each, and add up how it went ([`Tally`]).
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::net::UdpSocket;
-
 use super::life::{wall_time, Life, Plan};
+use super::port::{Line, Port, Router};
 use super::tally::Tally;
 use super::{Share, StormArgs, StormError};
 use crate::phone::Phone;
 
-/// This process's phones with their sockets, bound and not started.
+/// This process's phones with their lines, not started.
 pub(super) struct Bound {
-    /// Global phone index, the phone, TTS or not, its socket.
-    phones: Vec<(usize, Phone, bool, UdpSocket)>,
+    /// Global phone index, the phone, TTS or not, its line.
+    phones: Vec<(usize, Phone, bool, Line)>,
+    /// What feeds the lines.
+    router: Router,
 }
 
 impl Bound {
@@ -26,31 +27,27 @@ impl Bound {
     }
 }
 
-/// Binds the sockets of `share`'s phones.
+/// Opens this process's port and gives each of `share`'s phones its line.
 pub(super) async fn bind(args: &StormArgs, share: Share) -> Result<Bound, StormError> {
+    let mut ips = Vec::with_capacity(share.size(args.phones));
     let mut phones = Vec::with_capacity(share.size(args.phones));
-    for (index, (phone, tts)) in args.phones().into_iter().enumerate() {
-        if !share.holds(index) {
-            continue;
+    for (index, (ip, phone, tts)) in args.phones().into_iter().enumerate() {
+        if share.holds(index) {
+            ips.push(ip);
+            phones.push((index, phone, tts));
         }
-        let address = phone.ras_address;
-        let socket = UdpSocket::bind(address).await.map_err(|source| {
-            let hint = if source.raw_os_error() == Some(24) {
-                " (too many open files: raise `ulimit -n`, or spread the phones over more \
-                 --processes)"
-            } else {
-                ""
-            };
-            StormError::Bind {
-                index,
-                address,
-                source,
-                hint,
-            }
-        })?;
-        phones.push((index, phone, tts, socket));
     }
-    Ok(Bound { phones })
+    let port = Port::open().map_err(StormError::Port)?;
+    let (router, lines) = port.lines(ips);
+    let phones = phones
+        .into_iter()
+        .zip(lines)
+        .map(|((index, mut phone, tts), line)| {
+            phone.ras_address = line.local_addr();
+            (index, phone, tts, line)
+        })
+        .collect();
+    Ok(Bound { phones, router })
 }
 
 /// Starts every phone now; `registered(n)` hears the running count of registered phones.
@@ -85,7 +82,8 @@ pub(super) async fn live<T>(
     let (end_tx, end_rx) = tokio::sync::watch::channel(None);
     let (registered_tx, mut registered_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = tokio::task::JoinSet::new();
-    for (index, mut phone, tts, socket) in bound.phones {
+    let router = tokio::spawn(bound.router.run());
+    for (index, phone, tts, line) in bound.phones {
         let plan = plan.clone();
         let end = end_rx.clone();
         let registered = registered_tx.clone();
@@ -98,8 +96,7 @@ pub(super) async fn live<T>(
         let seed = args.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         tasks.spawn(async move {
             tokio::time::sleep(arrival).await;
-            phone.ras_address = socket.local_addr().unwrap_or(phone.ras_address);
-            let outcome = Life::new(phone, socket, seed, &plan)
+            let outcome = Life::new(phone, line, seed, &plan)
                 .live(end, registered)
                 .await;
             (index, tts, outcome)
@@ -128,6 +125,7 @@ pub(super) async fn live<T>(
             outcomes.push(outcome);
         }
     }
+    router.abort();
     outcomes.sort_by_key(|(index, ..)| *index);
     let outcomes: Vec<_> = outcomes
         .into_iter()

@@ -16,7 +16,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 
 use super::life::wall_time;
 use super::tally::Tally;
-use super::{phones, raise_file_limit, Share, StormArgs};
+use super::{phones, Share, StormArgs};
 
 /// What starts every line a child says to its parent on standard error.
 const TAG: &str = "rasgk-storm-shard:";
@@ -74,7 +74,6 @@ async fn shard(share: Share) -> Result<Tally, String> {
     let args: StormArgs = serde_json::from_str(&options)
         .map_err(|error| format!("the storm's options are not JSON StormArgs: {error}"))?;
     args.check().map_err(|error| error.to_string())?;
-    raise_file_limit(share.size(args.phones));
     let bound = phones::bind(&args, share)
         .await
         .map_err(|error| error.to_string())?;
@@ -110,11 +109,7 @@ async fn shard(share: Share) -> Result<Tally, String> {
 /// `rasgk storm --shard I/N`: exit 0 once the tally is printed, 2 when the share could not
 /// run (the reason on standard error).
 pub(super) fn run(share: Share) -> ExitCode {
-    // One thread: the children already run side by side, and threads of one child waking
-    // each other would only take time from them and from the gatekeeper.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build();
+    let runtime = super::runtime();
     let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => {
