@@ -1,8 +1,8 @@
 //! The echo ceiling: rasgk against a minimal UDP responder, measured in one run with one
 //! load client.
 //!
-//! The ceiling is a minimal responder on the same tokio runtime and the same socket options
-//! (`server::sockets::bind_udp`) that answers each request datagram with one of the same
+//! The ceiling is a minimal responder on the same tokio runtime as `rasgk serve` (one thread
+//! of its own) and the same socket options (`server::sockets::bind_udp`) that answers each request datagram with one of the same
 //! size (one `recv_from`, one `send_to`). The client keeps `--concurrency` phones (each on
 //! its own loopback address) in a closed loop — send a request, wait for its answer, send
 //! the next — so both sides see the same offered load. Workloads: GRQ, full RRQ (a
@@ -17,7 +17,7 @@
 //! costing nothing while the other is measured.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -63,13 +63,16 @@ pub(super) fn bench_config() -> Config {
     config
 }
 
-async fn echo(socket: UdpSocket, stop: Arc<AtomicBool>) {
+/// The echo responder: each datagram back to its source, until `stopped` hears.
+async fn echo(socket: UdpSocket, mut stopped: tokio::sync::oneshot::Receiver<()>) {
     let mut buffer = [0u8; 2048];
-    while !stop.load(Ordering::Relaxed) {
-        let Ok(Ok((len, from))) =
-            tokio::time::timeout(Duration::from_millis(100), socket.recv_from(&mut buffer)).await
-        else {
-            continue;
+    loop {
+        let (len, from) = tokio::select! {
+            _ = &mut stopped => return,
+            received = socket.recv_from(&mut buffer) => match received {
+                Ok(received) => received,
+                Err(_) => continue,
+            },
         };
         let _ = socket.send_to(&buffer[..len], from).await;
     }
@@ -297,18 +300,21 @@ pub struct CeilingArgs {
     pub seconds: f64,
 }
 
-/// Measures every workload against the echo responder and rasgk, both in this process on
-/// the caller's runtime: echo on 127.0.61.1, rasgk (the embedded default topology) on
-/// 127.0.60.x.
+/// Measures every workload against the echo responder and rasgk, both in this process, each
+/// on a thread of its own with a one-thread runtime (as `rasgk serve` runs): echo on
+/// 127.0.61.1, rasgk (the embedded default topology) on 127.0.60.x. The load client runs on
+/// the caller's runtime.
 pub async fn ceilings(
     args: &CeilingArgs,
     mut progress: impl FnMut(Workload),
 ) -> Result<Vec<Ceiling>, String> {
-    let stop = Arc::new(AtomicBool::new(false));
     let echo_address = SocketAddr::from(([127, 0, 61, 1], 1719));
-    let echo_socket = server::bind_udp(echo_address)
-        .map_err(|e| format!("cannot bind the echo responder on {echo_address}: {e}"))?;
-    let echo_task = tokio::spawn(echo(echo_socket, stop.clone()));
+    let echo_responder = super::Serving::on_own_thread("rasgk-echo", move |stopped| async move {
+        let socket = server::bind_udp(echo_address)
+            .map_err(|e| format!("cannot bind the echo responder on {echo_address}: {e}"))?;
+        Ok(echo(socket, stopped))
+    })
+    .await?;
     let config = bench_config();
     let discovery = config.gatekeeper.discovery;
     let gatekeeper = super::Serving::start(config, "the bench's gatekeeper").await?;
@@ -317,9 +323,8 @@ pub async fn ceilings(
         progress(workload);
         figures.push(measure(args, workload, echo_address, discovery).await);
     }
-    stop.store(true, Ordering::Relaxed);
     gatekeeper.stop().await;
-    let _ = echo_task.await;
+    echo_responder.stop().await;
     Ok(figures)
 }
 

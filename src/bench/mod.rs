@@ -49,30 +49,78 @@ pub struct BenchArgs {
     pub check: bool,
 }
 
-/// A gatekeeper serving in this process on the caller's runtime, for one part of the bench.
+/// A responder for one part of the bench, run as `rasgk serve` runs the gatekeeper: on a
+/// thread of its own with a one-thread tokio runtime, until [`stop`](Serving::stop).
 struct Serving {
     stop: tokio::sync::oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl Serving {
-    /// Binds `config`'s sockets and serves until [`stop`](Serving::stop); `what` names the
-    /// gatekeeper in the error when it cannot start.
+    /// Binds `config`'s sockets and serves; `what` names the gatekeeper in the error when
+    /// it cannot start.
     async fn start(config: crate::config::Config, what: &str) -> Result<Serving, String> {
-        let server = crate::server::Server::bind(config)
-            .await
-            .map_err(|e| format!("cannot start {what}: {e}"))?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(server.run(async {
-            let _ = stopped.await;
-        }));
-        Ok(Serving { stop, task })
+        let what = what.to_string();
+        Serving::on_own_thread("rasgk-gatekeeper", move |stopped| async move {
+            let server = crate::server::Server::bind(config)
+                .await
+                .map_err(|e| format!("cannot start {what}: {e}"))?;
+            Ok(server.run(async {
+                let _ = stopped.await;
+            }))
+        })
+        .await
+    }
+
+    /// Starts on a new thread named `name` what `start` sets up (within that thread's
+    /// runtime, so its sockets belong to it) and then runs the future it gives, which must
+    /// end once the receiver it was handed hears.
+    async fn on_own_thread<S, F, R>(name: &str, start: S) -> Result<Serving, String>
+    where
+        S: FnOnce(tokio::sync::oneshot::Receiver<()>) -> F + Send + 'static,
+        F: std::future::Future<Output = Result<R, String>>,
+        R: std::future::Future<Output = ()>,
+    {
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let (ready, started) = tokio::sync::oneshot::channel();
+        let thread = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                let runtime = match runtime {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = ready.send(Err(format!("cannot start a runtime: {e}")));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    match start(stopped).await {
+                        Ok(serving) => {
+                            let _ = ready.send(Ok(()));
+                            serving.await;
+                        }
+                        Err(e) => {
+                            let _ = ready.send(Err(e));
+                        }
+                    }
+                });
+            })
+            .map_err(|e| format!("cannot start a thread for {name}: {e}"))?;
+        match started.await {
+            Ok(Ok(())) => Ok(Serving { stop, thread }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(format!("{name} ended while starting")),
+        }
     }
 
     /// Stops it and waits until it has.
     async fn stop(self) {
         let _ = self.stop.send(());
-        let _ = self.task.await;
+        let thread = self.thread;
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     }
 }
 

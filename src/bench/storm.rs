@@ -101,7 +101,8 @@ pub fn storm_args(phones: usize) -> Result<StormArgs, String> {
 }
 
 /// Runs the storm against a gatekeeper of [`TOPOLOGY`] started here, then reads back what
-/// it holds. Must run inside a multi-threaded tokio runtime.
+/// it holds. The storm runs as `rasgk storm` runs it: on a thread of its own with the storm's
+/// one-thread runtime.
 pub async fn run(phones: usize) -> Result<Storm, String> {
     let config = config::from_toml(TOPOLOGY, ORIGIN).map_err(|e| e.to_string())?;
     let admin: SocketAddr = config.admin.listen;
@@ -113,9 +114,14 @@ pub async fn run(phones: usize) -> Result<Storm, String> {
 
 async fn storm_and_read_back(phones: usize, admin: SocketAddr) -> Result<Storm, String> {
     let args = storm_args(phones)?;
-    let report = storm::storm_spread(&args)
-        .await
-        .map_err(|e| format!("the storm could not run: {e}"))?;
+    let report = tokio::task::spawn_blocking(move || {
+        storm::runtime()
+            .map_err(|e| format!("cannot start the storm's runtime: {e}"))?
+            .block_on(storm::storm_spread(&args))
+            .map_err(|e| format!("the storm could not run: {e}"))
+    })
+    .await
+    .map_err(|e| format!("the storm could not run: {e}"))??;
     let body =
         tokio::task::spawn_blocking(move || crate::status::get_json(admin, "/api/registrations"))
             .await
