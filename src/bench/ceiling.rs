@@ -2,10 +2,11 @@
 //! load client.
 //!
 //! The ceiling is a minimal responder on the same tokio runtime as `rasgk serve` (one thread
-//! of its own) and the same socket options (`server::sockets::bind_udp`) that answers each request datagram with one of the same
-//! size (one `recv_from`, one `send_to`). The client keeps `--concurrency` phones (each on
-//! its own loopback address) in a closed loop — send a request, wait for its answer, send
-//! the next — so both sides see the same offered load. Workloads: GRQ, full RRQ (a
+//! of its own), the same socket options (`server::sockets::bind_udp`) and the same batched
+//! reads and sends (`server::batch`) that answers each request datagram with one of the
+//! same size. The client keeps `--concurrency` phones (each on its own loopback address) in
+//! a closed loop — send a request, wait for its answer, send the next — so both sides see
+//! the same offered load. Workloads: GRQ, full RRQ (a
 //! registered phone re-registering) and lightweight RRQ (keep-alive). Every request carries
 //! a new sequence number, so rasgk's retransmission cache never answers for the core.
 //!
@@ -23,9 +24,12 @@ use std::time::{Duration, Instant};
 
 use tokio::net::UdpSocket;
 
+use bytes::Bytes;
+
 use crate::config::{self, Config};
+use crate::gatekeeper::Transmit;
 use crate::phone::{Answer, Phone};
-use crate::server;
+use crate::server::{self, batch, batch::Batch};
 
 /// What one phone sends in a workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,18 +67,35 @@ pub(super) fn bench_config() -> Config {
     config
 }
 
-/// The echo responder: each datagram back to its source, until `stopped` hears.
+/// The echo responder: each datagram back to its source, until `stopped` hears. It reads
+/// and answers in batches as the gatekeeper does (`server::batch`: `recvmmsg`, then one
+/// `sendmmsg` for the batch's replies), so the two differ only in the gatekeeper's work.
 async fn echo(socket: UdpSocket, mut stopped: tokio::sync::oneshot::Receiver<()>) {
-    let mut buffer = [0u8; 2048];
+    let Ok(local) = socket.local_addr() else {
+        return;
+    };
+    let mut batch = Batch::default();
+    let mut replies: Vec<Transmit> = Vec::with_capacity(batch::SLOTS);
     loop {
-        let (len, from) = tokio::select! {
+        tokio::select! {
             _ = &mut stopped => return,
-            received = socket.recv_from(&mut buffer) => match received {
-                Ok(received) => received,
-                Err(_) => continue,
+            ready = socket.readable() => if ready.is_err() {
+                continue;
             },
-        };
-        let _ = socket.send_to(&buffer[..len], from).await;
+        }
+        if batch.receive(&socket).is_err() {
+            continue;
+        }
+        replies.clear();
+        replies.extend(batch.datagrams().map(|(datagram, from)| Transmit {
+            local,
+            to: from,
+            payload: Bytes::copy_from_slice(datagram),
+        }));
+        let sent = batch.send(&socket, &replies).unwrap_or(0);
+        for reply in &replies[sent..] {
+            let _ = socket.send_to(&reply.payload, reply.to).await;
+        }
     }
 }
 

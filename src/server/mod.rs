@@ -15,7 +15,7 @@
 //! ceiling.
 
 mod admin;
-mod batch;
+pub(crate) mod batch;
 mod metrics;
 mod reload;
 pub(crate) mod sockets;
