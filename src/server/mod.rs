@@ -12,7 +12,8 @@
 //! turn (a bounded batch per socket, so timers and the admin port are never starved) and
 //! answers every datagram before reading the next. No channel hop and no second task sit
 //! between a request and its reply, which is the same work per datagram as the bench's echo
-//! ceiling.
+//! ceiling. `rasgk serve` runs it all on one thread (a current-thread runtime): a second
+//! worker only woke for the send-buffer room every reply frees.
 
 mod admin;
 pub(crate) mod batch;
