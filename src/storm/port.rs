@@ -9,8 +9,8 @@
 //!
 //! A socket a phone, as the storm had before, cost a file, an epoll registration, a wake-up
 //! and two system calls per answer: under 40,000 phones, twice the CPU the gatekeeper took.
-//! The socket listens on every address but is bound to the loopback device, so nothing from
-//! outside the machine reaches it.
+//! The socket listens on every address but, on Linux, is bound to the loopback device, so
+//! nothing from outside the machine reaches it (elsewhere it listens on every interface).
 
 use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
