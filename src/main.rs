@@ -104,10 +104,10 @@ enum Command {
     Storm(rasgk::storm::StormArgs),
     /// Measure every performance figure in one run, each beside its target.
     ///
-    /// Echo ceiling: a minimal UDP echo responder (same runtime, same socket options) and an
-    /// in-process rasgk on loopback (127.0.60.x, 127.0.61.1) face the same closed-loop load
-    /// client for GRQ, full RRQ and lightweight RRQ, in alternating slices; the ratio rasgk /
-    /// echo is the median of the slices' pairs. Storm: --storm-phones phones (half TTS,
+    /// Echo ceiling: a minimal UDP echo responder (same runtime, socket options and batched
+    /// reads and sends) and an in-process rasgk on loopback (127.0.60.x, 127.0.61.1) face the
+    /// same closed-loop load client for GRQ, full RRQ and lightweight RRQ, in alternating
+    /// slices; the ratio rasgk / echo is the median of the slices' pairs. Storm: --storm-phones phones (half TTS,
     /// three regions) against a gatekeeper of fixtures/lab/storm-40k.toml (127.0.70.x), as
     /// `rasgk storm` runs them, then the gatekeeper's registrations read back: none lost,
     /// none doubled. Memory: resident bytes per registration. Policy: core time per GRQ at
@@ -345,13 +345,7 @@ fn serve(
         Ok(saved) => saved.flatten(),
         Err(()) => return ExitCode::from(2),
     };
-    // One thread: the state is one task's, and a second worker would sit in epoll_wait to be
-    // woken by every reply sent (each frees send-buffer room, an EPOLLOUT edge), for nothing:
-    // under a 40,000-phone storm that took a third of the gatekeeper's CPU.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match server::runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("rasgk serve: cannot start the runtime: {error}");

@@ -68,8 +68,9 @@ pub(super) fn bench_config() -> Config {
 }
 
 /// The echo responder: each datagram back to its source, until `stopped` hears. It reads
-/// and answers in batches as the gatekeeper does (`server::batch`: `recvmmsg`, then one
-/// `sendmmsg` for the batch's replies), so the two differ only in the gatekeeper's work.
+/// and answers in batches as the gatekeeper does (`server::batch`: `recvmmsg`, then
+/// `Batch::send_all` for the batch's replies), so the two differ only in the gatekeeper's
+/// work.
 async fn echo(socket: UdpSocket, mut stopped: tokio::sync::oneshot::Receiver<()>) {
     let Ok(local) = socket.local_addr() else {
         return;
@@ -92,10 +93,7 @@ async fn echo(socket: UdpSocket, mut stopped: tokio::sync::oneshot::Receiver<()>
             to: from,
             payload: Bytes::copy_from_slice(datagram),
         }));
-        let sent = batch.send(&socket, &replies).unwrap_or(0);
-        for reply in &replies[sent..] {
-            let _ = socket.send_to(&reply.payload, reply.to).await;
-        }
+        batch.send_all(&socket, &replies).await;
     }
 }
 

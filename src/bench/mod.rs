@@ -50,7 +50,8 @@ pub struct BenchArgs {
 }
 
 /// A responder for one part of the bench, run as `rasgk serve` runs the gatekeeper: on a
-/// thread of its own with a one-thread tokio runtime, until [`stop`](Serving::stop).
+/// thread of its own with [`server::runtime`](crate::server::runtime), until
+/// [`stop`](Serving::stop).
 struct Serving {
     stop: tokio::sync::oneshot::Sender<()>,
     thread: std::thread::JoinHandle<()>,
@@ -86,10 +87,7 @@ impl Serving {
         let thread = std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build();
-                let runtime = match runtime {
+                let runtime = match crate::server::runtime() {
                     Ok(runtime) => runtime,
                     Err(e) => {
                         let _ = ready.send(Err(format!("cannot start a runtime: {e}")));

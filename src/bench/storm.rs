@@ -1,7 +1,7 @@
 //! The registration storm of a large Communication Manager: `--storm-phones` phones (40,000
 //! by default; half TTS, three regions) against one rasgk of `fixtures/lab/storm-40k.toml`,
-//! run as the README's `rasgk storm` command runs it (in as many processes as the open-file
-//! limit needs), with the gatekeeper in this process. After it, the gatekeeper's own
+//! run as the README's `rasgk storm` command runs it (one process, on the storm's one-thread
+//! runtime), with the gatekeeper in this process as `rasgk serve` runs it. After it, the gatekeeper's own
 //! registrations are read back from its admin port: every phone must hold exactly one.
 
 use std::collections::HashSet;

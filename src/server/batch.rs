@@ -221,6 +221,18 @@ impl Batch {
         Ok(sent)
     }
 
+    /// Sends `transmits` from `socket`: in batches ([`send`](Batch::send)), then what a
+    /// batch could not send one by one, waiting for room; a datagram that cannot be sent is
+    /// logged and left.
+    pub async fn send_all(&mut self, socket: &UdpSocket, transmits: &[Transmit]) {
+        let sent = self.send(socket, transmits).unwrap_or(0);
+        for transmit in &transmits[sent..] {
+            if let Err(error) = socket.send_to(&transmit.payload, transmit.to).await {
+                tracing::warn!(to = %transmit.to, %error, "cannot send a RAS reply");
+            }
+        }
+    }
+
     /// Sends `transmits` from `socket` one by one; how many went before it would block.
     #[cfg(not(target_os = "linux"))]
     pub fn send(&mut self, socket: &UdpSocket, transmits: &[Transmit]) -> io::Result<usize> {

@@ -429,12 +429,7 @@ async fn send_all(
             tracing::error!(local = %first.local, "no socket for a reply's local address");
             continue;
         };
-        let sent = batch.send(socket, group).unwrap_or(0);
-        for transmit in &group[sent..] {
-            if let Err(error) = socket.send_to(&transmit.payload, transmit.to).await {
-                tracing::warn!(to = %transmit.to, %error, "cannot send a RAS reply");
-            }
-        }
+        batch.send_all(socket, group).await;
     }
 }
 
@@ -511,6 +506,16 @@ fn hangup_signals() -> mpsc::Receiver<()> {
     #[cfg(not(unix))]
     drop(tx);
     rx
+}
+
+/// The runtime the gatekeeper runs on: one thread. The state is one task's, and a second
+/// worker would sit in `epoll_wait` to be woken by every reply sent (each frees send-buffer
+/// room, an EPOLLOUT edge), for nothing: under a 40,000-phone storm that took a third of the
+/// gatekeeper's CPU.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -8,11 +8,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 use super::port::Line;
 use crate::pcap::Datagram;
 use crate::phone::{Answer, Phone};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 /// What every phone of a storm shares.
 pub(super) struct Plan {
