@@ -6,6 +6,7 @@
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rasgk::config::{self, ClanKind, Config, LinkKind, SocketMode, TierMode};
 
@@ -132,9 +133,11 @@ fn every_key_is_read() {
     assert_eq!(gk.tier_mode, TierMode::Pooled);
     assert!(gk.tts_default);
     assert_eq!(gk.seed, Some(u64::MAX));
-    // "tcp" is refused until it is built (bad-sockets-tcp.toml shows the key is read).
-    assert_eq!(gk.sockets, SocketMode::Count);
+    assert_eq!(gk.sockets, SocketMode::Tcp);
     assert_eq!(gk.max_setups_per_clan, 2);
+    assert_eq!(gk.setup, Duration::from_millis(20));
+    assert_eq!(gk.setup_timeout, Duration::from_millis(1500));
+    assert_eq!(gk.keepalive, Duration::from_secs(15));
     assert!(gk.strict_network_map);
     assert_eq!(gk.password_window_s, 30);
     let passwords: Vec<(&str, &str)> = c
@@ -155,6 +158,7 @@ fn every_key_is_read() {
         (1000, 2000, 3000)
     );
     assert_eq!(limits.reflection_ratio, 4);
+    assert_eq!(limits.max_frame_octets, 4096);
     assert_eq!(
         (c.agl.max, c.agl.home, c.agl.direct, c.agl.indirect),
         (128, 100, 20, 8)
@@ -165,6 +169,8 @@ fn every_key_is_read() {
         (255, u32::MAX, true, ClanKind::Pe)
     );
     assert_eq!(pe.node, "cm2");
+    assert_eq!(pe.signal_address().to_string(), "[::1]:11720");
+    assert_eq!(c.clan("edge-a").expect("edge-a").signal_port, 1720);
     assert!(!c.clan("core-a").expect("core-a").in_service);
     assert_eq!(c.tts[0].aliases, ["5*", "6??9", "*room*"]);
     assert!(!c.tts[0].tts);

@@ -81,6 +81,7 @@ fn topology() -> impl Strategy<Value = Config> {
                             in_service,
                             kind: ClanKind::Clan,
                             node: "cm1".into(),
+                            signal_port: 1720,
                         })
                         .collect();
                     let tts = tts

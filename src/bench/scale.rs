@@ -56,6 +56,7 @@ pub fn topology(clans: usize) -> config::Config {
             in_service: true,
             kind: ClanKind::Clan,
             node: "cm1".into(),
+            signal_port: 1720,
         })
         .collect();
     config

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use ipnet::IpNet;
 
@@ -44,6 +45,9 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
     let agl = agl(&file.agl)?;
     let links = links(&file.link, &known)?;
     let clans = clans(&file.clan, &known, gatekeeper.discovery)?;
+    if gatekeeper.sockets == SocketMode::Tcp {
+        signal_addresses_apart(&clans)?;
+    }
     let tts = tts_rules(&file.tts, &known)?;
     let admin = admin(&file.admin)?;
     let passwords = passwords(&file.password)?;
@@ -72,6 +76,24 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
         passwords,
         limits,
     })
+}
+
+/// In socket mode every C-LAN listens on its signalling address, so no two may share one.
+fn signal_addresses_apart(clans: &[Clan]) -> Result<(), Fault> {
+    for (i, clan) in clans.iter().enumerate() {
+        let address = clan.signal_address();
+        if let Some(other) = clans[..i].iter().find(|c| c.signal_address() == address) {
+            return Err(Fault::new(
+                format!("clan[{i}].signal_port"),
+                format!(
+                    "with sockets = \"tcp\" clan {:?} would listen on {address}, where clan {:?} \
+                     listens already: give one of them another signal_port or IP",
+                    clan.name, other.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The region numbers defined, for resolving references to them.
@@ -212,13 +234,8 @@ fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSet
         "gatekeeper.max_setups_per_clan",
         gk.max_setups_per_clan.into(),
     )?;
-    if gk.sockets == SocketMode::Tcp {
-        return Err(Fault::new(
-            "gatekeeper.sockets",
-            "\"tcp\" (real TCP signalling connections) is not built yet; use \"count\", \
-             which counts sockets without opening them",
-        ));
-    }
+    at_least_one("gatekeeper.setup_timeout_ms", gk.setup_timeout_ms.into())?;
+    at_least_one("gatekeeper.keepalive_s", gk.keepalive_s.into())?;
     Ok(GatekeeperSettings {
         discovery,
         multicast: gk.multicast,
@@ -231,6 +248,9 @@ fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSet
         seed: gk.seed,
         sockets: gk.sockets,
         max_setups_per_clan: gk.max_setups_per_clan,
+        setup: Duration::from_millis(gk.setup_ms.into()),
+        setup_timeout: Duration::from_millis(gk.setup_timeout_ms.into()),
+        keepalive: Duration::from_secs(gk.keepalive_s.into()),
         strict_network_map: gk.strict_network_map,
         password_window_s: gk.password_window_s,
     })
@@ -397,6 +417,7 @@ fn clans(
             ));
         }
         at_least_one(&field("max_sockets"), entry.max_sockets.into())?;
+        at_least_one(&field("signal_port"), entry.signal_port.into())?;
         if entry.node.is_empty() {
             return Err(Fault::new(
                 field("node"),
@@ -412,6 +433,7 @@ fn clans(
             in_service: entry.in_service,
             kind: entry.kind,
             node: entry.node.clone(),
+            signal_port: entry.signal_port,
         });
     }
     Ok(clans)
@@ -542,6 +564,19 @@ fn limits(limits: &LimitsFile) -> Result<Limits, Fault> {
         max_reservations: size(limits.max_reservations),
         max_cached_replies: size(limits.max_cached_replies),
         reflection_ratio: size(limits.reflection_ratio),
+        max_frame_octets: u16::try_from(limits.max_frame_octets)
+            .ok()
+            .filter(|&octets| octets >= 4)
+            .ok_or_else(|| {
+                Fault::new(
+                    "limits.max_frame_octets",
+                    format!(
+                        "{} is outside 4..=65535 (a TPKT frame's length, its 4-octet header \
+                         included)",
+                        limits.max_frame_octets
+                    ),
+                )
+            })?,
     })
 }
 

@@ -140,6 +140,12 @@ pub(crate) struct GatekeeperFile {
     pub sockets: SocketMode,
     #[serde(default = "default_max_setups_per_clan")]
     pub max_setups_per_clan: u32,
+    #[serde(default = "default_setup_ms")]
+    pub setup_ms: u32,
+    #[serde(default = "default_setup_timeout_ms")]
+    pub setup_timeout_ms: u32,
+    #[serde(default = "default_keepalive_s")]
+    pub keepalive_s: u32,
     #[serde(default)]
     pub strict_network_map: bool,
     #[serde(default = "default_password_window_s")]
@@ -160,6 +166,9 @@ impl Default for GatekeeperFile {
             seed: None,
             sockets: default_sockets(),
             max_setups_per_clan: default_max_setups_per_clan(),
+            setup_ms: default_setup_ms(),
+            setup_timeout_ms: default_setup_timeout_ms(),
+            keepalive_s: default_keepalive_s(),
             strict_network_map: false,
             password_window_s: default_password_window_s(),
         }
@@ -207,6 +216,8 @@ pub(crate) struct LimitsFile {
     pub max_cached_replies: u32,
     #[serde(default = "default_reflection_ratio")]
     pub reflection_ratio: u32,
+    #[serde(default = "default_max_frame_octets")]
+    pub max_frame_octets: u32,
 }
 
 impl Default for LimitsFile {
@@ -218,6 +229,7 @@ impl Default for LimitsFile {
             max_reservations: default_max_reservations(),
             max_cached_replies: default_max_cached_replies(),
             reflection_ratio: default_reflection_ratio(),
+            max_frame_octets: default_max_frame_octets(),
         }
     }
 }
@@ -262,6 +274,8 @@ pub(crate) struct ClanFile {
     pub kind: ClanKind,
     #[serde(default = "default_clan_node")]
     pub node: String,
+    #[serde(default = "default_clan_signal_port")]
+    pub signal_port: u16,
 }
 
 /// `[[tts]]`. `None` and an empty list both mean "not given".
@@ -381,6 +395,21 @@ fn default_max_cached_replies() -> u32 {
 }
 fn default_reflection_ratio() -> u32 {
     3
+}
+fn default_max_frame_octets() -> u32 {
+    16_384
+}
+fn default_setup_ms() -> u32 {
+    0
+}
+fn default_setup_timeout_ms() -> u32 {
+    3000
+}
+fn default_keepalive_s() -> u32 {
+    60
+}
+fn default_clan_signal_port() -> u16 {
+    1720
 }
 
 #[cfg(test)]

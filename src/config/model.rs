@@ -4,6 +4,7 @@
 //! addresses are unique, caps and quotas are in range. The core never re-checks them.
 
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use ipnet::IpNet;
 
@@ -82,6 +83,9 @@ pub struct Limits {
     /// A reply to a source without a registration is at most this many times the octets of
     /// its request, ≥ 1.
     pub reflection_ratio: usize,
+    /// Socket mode: the longest TPKT frame a phone may send on its signalling socket,
+    /// octets with the 4-octet header, 4..=65535; a longer one closes the socket.
+    pub max_frame_octets: u16,
 }
 
 impl Default for Limits {
@@ -94,6 +98,7 @@ impl Default for Limits {
             max_reservations: 100_000,
             max_cached_replies: 200_000,
             reflection_ratio: 3,
+            max_frame_octets: 16_384,
         }
     }
 }
@@ -142,8 +147,16 @@ pub struct GatekeeperSettings {
     pub seed: Option<u64>,
     /// Counted or real TCP sockets.
     pub sockets: SocketMode,
-    /// TTS socket set-ups in flight per C-LAN, ≥ 1.
+    /// Socket establishments in progress at once per C-LAN, ≥ 1 (Avaya: 5).
     pub max_setups_per_clan: u32,
+    /// Socket mode: how long one socket establishment occupies its C-LAN after the
+    /// connection is up (the C-LAN's and the call server's work per socket).
+    pub setup: Duration,
+    /// Socket mode: a TTS connection attempt not established by then moves on, ≥ 1 ms.
+    pub setup_timeout: Duration,
+    /// Socket mode: TCP keep-alive on every signalling socket, probing after this much
+    /// silence and as often again (three probes unanswered close it), ≥ 1 s.
+    pub keepalive: Duration,
     /// Refuse phones outside the IP network map (GRJ `terminalExcluded`, RRJ
     /// `securityDenial`) instead of giving them a region by where they sent.
     pub strict_network_map: bool,
@@ -231,6 +244,16 @@ pub struct Clan {
     pub kind: ClanKind,
     /// The cluster node it belongs to (`"cm1"` when not given).
     pub node: String,
+    /// The TCP port of its call signalling on its own IP (default 1720): where it listens
+    /// in socket mode, and the `callSignalAddress` of its RCFs in either mode.
+    pub signal_port: u16,
+}
+
+impl Clan {
+    /// Its call signalling address: its IP, `signal_port`.
+    pub fn signal_address(&self) -> SocketAddr {
+        SocketAddr::new(self.address.ip(), self.signal_port)
+    }
 }
 
 /// `[[tts]]`: which phones are TTS. A rule matches when every list it has matches (an alias
