@@ -14,6 +14,7 @@
 //! - [`server`]: the tokio glue: UDP sockets per C-LAN, the admin port, shutdown.
 //! - [`status`]: `rasgk status`, the admin port's views as a terminal table.
 //! - [`storm`]: `rasgk storm`, a registration storm of simulated phones against any gatekeeper.
+//! - [`tpkt`]: TPKT framing (RFC 1006) of what phones send on their signalling sockets.
 //! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
 //! - [`replay`]: a capture's requests sent again to a gatekeeper, replies compared
 //!   (`rasgk replay`).
@@ -31,3 +32,4 @@ pub mod replay;
 pub mod server;
 pub mod status;
 pub mod storm;
+pub mod tpkt;
