@@ -51,6 +51,23 @@ pub enum Event {
         /// The C-LAN of its socket.
         clan: String,
     },
+    /// Socket mode: a phone's socket was established.
+    SocketEstablished {
+        /// Its `endpointIdentifier`.
+        endpoint_id: String,
+        /// The C-LAN of the socket.
+        clan: String,
+    },
+    /// Socket mode: a registered phone's socket (or its establishment) closed; the phone
+    /// stays registered without one.
+    SocketClosed {
+        /// Its `endpointIdentifier`.
+        endpoint_id: String,
+        /// The C-LAN whose place was freed.
+        clan: String,
+        /// Why.
+        reason: super::signalling::Closing,
+    },
     /// A registration ended.
     Unregistered {
         /// Its `endpointIdentifier`.

@@ -27,6 +27,7 @@ mod access;
 pub mod agls;
 mod arena;
 mod calls_view;
+mod connections;
 mod discovery;
 pub mod events;
 mod expiries;
@@ -38,6 +39,7 @@ pub mod registry;
 mod reload;
 mod reservations;
 pub mod retransmit;
+pub mod signalling;
 mod snapshot;
 pub mod state;
 pub mod stats;
@@ -64,11 +66,13 @@ use rate_limit::RateLimit;
 use registry::Registry;
 use reservations::Reservations;
 use retransmit::RetransmitCache;
+use signalling::Signalling;
 use stats::BadDatagram;
 use topology::{ClanIdx, Topology};
 
 pub use calls_view::{CallView, TrunkNodeView, TrunkView};
 pub use reload::Reloaded;
+pub use signalling::{Closing, Command, ConnectionId, Refusal, SocketState, SocketStats};
 pub use snapshot::{ClanView, Placement, RegionView, RegistrationView, Snapshot};
 pub use stats::Stats;
 
@@ -250,6 +254,8 @@ pub struct Gatekeeper {
     passwords: access::Passwords,
     /// The wall clock: this instant is this long after the UNIX epoch.
     wall: (Instant, Duration),
+    /// Socket mode's connections, establishments and counters (inert in count mode).
+    signalling: Signalling,
 }
 
 impl Gatekeeper {
@@ -278,6 +284,7 @@ impl Gatekeeper {
         );
         let retransmits = RetransmitCache::new(config.limits.max_cached_replies);
         let rate_limit = RateLimit::new(&config.limits);
+        let signalling = Signalling::new(config.clans.iter().map(Clan::signal_address));
         Ok(Gatekeeper {
             loaded: config.clone(),
             config,
@@ -303,6 +310,7 @@ impl Gatekeeper {
             events: EventQueue::default(),
             passwords,
             wall,
+            signalling,
         })
     }
 
@@ -550,7 +558,7 @@ impl Gatekeeper {
                 self.registration_request(now, local, from, rrq)
             }
             RasMessage::unregistrationRequest(urq) => {
-                self.unregistration_request(from, urq).map(Reply::from)
+                self.unregistration_request(now, from, urq).map(Reply::from)
             }
             RasMessage::admissionRequest(arq) => self.admission_request(from, arq).map(Reply::from),
             RasMessage::disengageRequest(drq) => self.disengage_request(from, drq).map(Reply::from),
@@ -762,6 +770,7 @@ impl Gatekeeper {
             self.expiries.next(),
             self.retransmits.next_expiry(),
             self.tts_retry_at,
+            self.signalling.next_timer(),
         ]
         .into_iter()
         .flatten()
@@ -785,7 +794,7 @@ impl Gatekeeper {
                 if let Some((at, key)) = self.expiries.pop_due(now) {
                     if self.registry.get(key).is_some_and(|r| r.expires == at) {
                         tracing::debug!(endpoint = %registry::endpoint_id_text(key), "TTL expired");
-                        self.unregister(key, Ending::Ttl);
+                        self.unregister(now, key, Ending::Ttl);
                         self.stats.registrations_expired += 1;
                     }
                     self.settle_expiries();
@@ -828,16 +837,28 @@ impl Gatekeeper {
             self.tts_retry_at = None;
             self.place_pending_tts(now);
         }
+        self.socket_timeouts(now);
         out
     }
 
-    /// Frees a registration's socket and forgets it.
-    fn unregister(&mut self, key: u64, reason: Ending) -> Option<registry::Registration> {
+    /// Frees a registration's socket (in socket mode closing its connection) and forgets
+    /// it.
+    fn unregister(
+        &mut self,
+        now: Instant,
+        key: u64,
+        reason: Ending,
+    ) -> Option<registry::Registration> {
         let registration = self.registry.remove(key)?;
         self.settle_expiries();
         if let Some(clan) = registration.socket {
             self.loads.remove_socket(clan);
         }
+        let closing = match reason {
+            Ending::ClanOutOfService => Closing::ClanOutOfService,
+            _ => Closing::Unregistered,
+        };
+        self.socket_ended(now, key, &registration, closing);
         self.registration_ended(key, registration.socket, reason);
         Some(registration)
     }
@@ -912,8 +933,12 @@ impl Gatekeeper {
             self.release_reservation(source);
         }
         let mut out = Vec::new();
-        for key in self.registry.with_socket_on(clan) {
-            if let Some(registration) = self.unregister(key, Ending::ClanOutOfService) {
+        let mut keys = self.registry.with_socket_on(clan);
+        // Socket mode: phones registered there whose socket closed could never connect
+        // there again; they re-register elsewhere too.
+        keys.extend(self.without_place_at(clan));
+        for key in keys {
+            if let Some(registration) = self.unregister(now, key, Ending::ClanOutOfService) {
                 let tiers = self.topology.tiers(registration.region).into_owned();
                 let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
                 let reason = reply::UrqReason::ReregistrationRequired;
@@ -985,7 +1010,7 @@ impl Gatekeeper {
             .filter(|&key| self.registry.get(key).is_some())
             .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
         let registration = self
-            .unregister(key, Ending::Admin)
+            .unregister(now, key, Ending::Admin)
             .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
         Ok(self
             .send_urq(

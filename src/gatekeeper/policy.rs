@@ -64,12 +64,25 @@ pub fn build_agl(
 /// the home- and direct-region ones, then the indirect-region ones; within a group the best
 /// priority class, then the least loaded, then AGL order. `None`: no entry has room now.
 pub fn choose_tts_clan(tiers: &Tiers, loads: &Loads, agl: &[ClanIdx]) -> Option<ClanIdx> {
+    choose_tts_clan_except(tiers, loads, agl, &[])
+}
+
+/// [`choose_tts_clan`] among the AGL entries not in `tried` (socket mode: the C-LANs whose
+/// connection attempt already failed in this round).
+pub fn choose_tts_clan_except(
+    tiers: &Tiers,
+    loads: &Loads,
+    agl: &[ClanIdx],
+    tried: &[ClanIdx],
+) -> Option<ClanIdx> {
     let near = |idx: ClanIdx| matches!(tiers.group_of(loads.get(idx).region), Some(0 | 1));
     for want_near in [true, false] {
         let best = agl
             .iter()
             .enumerate()
-            .filter(|&(_, &idx)| near(idx) == want_near && loads.get(idx).available())
+            .filter(|&(_, &idx)| {
+                near(idx) == want_near && loads.get(idx).available() && !tried.contains(&idx)
+            })
             .min_by_key(|&(position, &idx)| {
                 let clan = loads.get(idx);
                 (clan.priority, clan.load(), position)

@@ -118,6 +118,10 @@ impl Gatekeeper {
                 .map(Some),
         };
         let (endpoint_id, len) = registry::endpoint_id_octets(key);
+        // The RCF names the gatekeeper's call signalling address (H.225.0 7.9.2): the
+        // signalling address of the C-LAN the RRQ came to, where a non-TTS phone opens its
+        // socket.
+        let signal_address = [clans[registration.registered_via].signal_address()];
         let written = agl.and_then(|agl| {
             hot_reply::registration_confirm(
                 &mut self.scratch,
@@ -125,7 +129,7 @@ impl Gatekeeper {
                     request_seq_num: seq,
                     gatekeeper_id: gatekeeper_id.octets(),
                     endpoint_id: &endpoint_id[..len],
-                    call_signal_address: &registration.call_signal_address,
+                    call_signal_address: &signal_address,
                     aliases: &registration.aliases,
                     time_to_live_s: Some(registration.ttl_s),
                     agl,
@@ -144,7 +148,7 @@ impl Gatekeeper {
                 request_seq_num: seq,
                 gatekeeper_id: &self.gatekeeper_id,
                 endpoint_id: &registry::endpoint_id(key),
-                call_signal_address: &registration.call_signal_address,
+                call_signal_address: &signal_address,
                 aliases: &registration.aliases,
                 time_to_live_s: Some(registration.ttl_s),
                 agl: &agl,
@@ -286,7 +290,7 @@ impl Gatekeeper {
                 key
             }
             (Some(key), None) => {
-                self.unregister(key, Ending::Reregistered);
+                self.unregister(now, key, Ending::Reregistered);
                 key
             }
             (None, None) => self.registry.new_key(),
@@ -334,8 +338,12 @@ impl Gatekeeper {
             None => self.registry.insert(key, registration),
         }
         self.refresh(now, key, ttl_s);
-        if tts {
-            self.place_tts(now, key);
+        match (tts, self.socket_mode()) {
+            (true, false) => self.place_tts(now, key),
+            (true, true) => self.await_tts_setup(now, key),
+            // In place, its socket (or its place and connection) stays as it was.
+            (false, true) if in_place.is_none() => self.await_connection(now, key, clan),
+            (false, _) => {}
         }
         self.stats.registrations += 1;
         let watched = self.events.watched();
@@ -370,6 +378,7 @@ impl Gatekeeper {
         };
         let tiers = self.topology.tiers(registration.region);
         match policy::choose_tts_clan(&tiers, &self.loads, &registration.agl) {
+            Some(clan) if self.socket_mode() => self.place_tts_setup(now, key, clan),
             Some(clan) => {
                 self.loads.add_socket(clan);
                 if let Some(registration) = self.registry.get_mut(key) {
@@ -414,6 +423,7 @@ impl Gatekeeper {
     /// A URQ from an endpoint: by `endpointIdentifier` when it gives one, else by source.
     pub(super) fn unregistration_request(
         &mut self,
+        now: Instant,
         from: SocketAddr,
         urq: &UnregistrationRequest,
     ) -> Option<RasMessage> {
@@ -424,7 +434,7 @@ impl Gatekeeper {
         };
         match key {
             Some(key) => {
-                self.unregister(key, Ending::Urq);
+                self.unregister(now, key, Ending::Urq);
                 self.stats.unregistrations += 1;
                 Some(reply::unregistration_confirm(seq))
             }

@@ -122,6 +122,7 @@ impl Gatekeeper {
                 clan: old.socket.map(|clan| self.clan_name(clan)),
             });
         }
+        fresh.carry_connections(now, self);
         *self = fresh;
         Ok(reloaded)
     }

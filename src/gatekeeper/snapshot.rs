@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use super::{registry, Gatekeeper};
+use super::{registry, Gatekeeper, SocketState};
 use crate::config::{ClanKind, RegionId};
 
 /// One C-LAN (`GET /api/clans`).
@@ -21,7 +21,9 @@ pub struct ClanView {
     pub priority: u8,
     /// Socket cap.
     pub max_sockets: u32,
-    /// Sockets in use.
+    /// Sockets in use: in socket mode every place of a registered phone, its socket
+    /// established or on its way (`established` + `setups` + `queued` + phones that have
+    /// not connected yet).
     pub sockets: u32,
     /// GCF reservations.
     pub reserved: u32,
@@ -29,6 +31,18 @@ pub struct ClanView {
     pub in_service: bool,
     /// `clan` or `pe`.
     pub kind: ClanKind,
+    /// Its call signalling address (where it listens in socket mode).
+    #[serde(default)]
+    pub signal_address: Option<SocketAddr>,
+    /// Socket mode: established sockets (real TCP connections); 0 in count mode.
+    #[serde(default)]
+    pub established: u32,
+    /// Socket mode: establishments in progress (at most `max_setups_per_clan`).
+    #[serde(default)]
+    pub setups: u32,
+    /// Socket mode: TTS set-ups waiting for a free establishment slot.
+    #[serde(default)]
+    pub queued: u32,
 }
 
 /// One registration (`GET /api/registrations`).
@@ -52,6 +66,10 @@ pub struct RegistrationView {
     pub agl: Vec<String>,
     /// Granted time to live, seconds.
     pub ttl_s: u32,
+    /// Where its socket stands (`counted` in count mode; in socket mode `waiting`,
+    /// `queued`, `connecting`, `setup`, `established`, or `none`).
+    #[serde(default)]
+    pub socket: SocketState,
 }
 
 /// The whole state at one moment.
@@ -74,7 +92,8 @@ impl Gatekeeper {
             .clans
             .iter()
             .zip(self.loads.all())
-            .map(|(clan, load)| ClanView {
+            .zip(&self.signalling.clans)
+            .map(|((clan, load), sockets)| ClanView {
                 name: clan.name.clone(),
                 region: clan.region,
                 node: clan.node.clone(),
@@ -85,6 +104,10 @@ impl Gatekeeper {
                 reserved: load.reserved,
                 in_service: load.in_service,
                 kind: clan.kind,
+                signal_address: Some(clan.signal_address()),
+                established: sockets.established,
+                setups: sockets.setups,
+                queued: sockets.queued,
             })
             .collect()
     }
@@ -104,6 +127,7 @@ impl Gatekeeper {
                 tts: r.tts,
                 agl: r.agl.iter().map(|&idx| name(idx)).collect(),
                 ttl_s: r.ttl_s,
+                socket: self.socket_state(key),
             })
             .collect()
     }

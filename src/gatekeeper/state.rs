@@ -177,6 +177,7 @@ impl Gatekeeper {
         let mut gatekeeper = Gatekeeper::new(config)?;
         gatekeeper.set_wall_clock(now, wall);
         let restored = gatekeeper.load_state(state, now);
+        gatekeeper.adopt_places(now);
         Ok((gatekeeper, restored))
     }
 

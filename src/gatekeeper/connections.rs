@@ -1,0 +1,585 @@
+//! The gatekeeper's side of socket mode: what it does when the glue reports a connection
+//! event, and how registrations, unregistrations and C-LAN faults move the phones' sockets
+//! ([`signalling`](super::signalling) holds the state and the rules' words).
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::events::Event;
+use super::registry;
+use super::signalling::{
+    Closing, Command, ConnectionId, Phase, PhoneSocket, Refusal, SocketState, SocketTimer,
+    TTS_BACKOFF_FIRST, TTS_BACKOFF_MAX,
+};
+use super::topology::ClanIdx;
+use super::{policy, Gatekeeper};
+use crate::config::SocketMode;
+use crate::tpkt::{self, FrameError};
+
+impl Gatekeeper {
+    /// Does this gatekeeper hold real sockets (`sockets = "tcp"`)?
+    pub fn socket_mode(&self) -> bool {
+        self.config.gatekeeper.sockets == SocketMode::Tcp
+    }
+
+    /// Every C-LAN's signalling address with its name, in configuration order: where the
+    /// glue listens in socket mode.
+    pub fn signal_addresses(&self) -> Vec<(SocketAddr, String)> {
+        self.config
+            .clans
+            .iter()
+            .map(|clan| (clan.signal_address(), clan.name.clone()))
+            .collect()
+    }
+
+    /// Takes what the glue must do with connections, oldest first.
+    pub fn take_commands(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.signalling.commands)
+    }
+
+    /// Where a registration's socket stands.
+    pub fn socket_state(&self, key: u64) -> SocketState {
+        if self.socket_mode() {
+            self.signalling.phase(key).state()
+        } else if self.registry.get(key).is_some_and(|r| r.socket.is_some()) {
+            SocketState::Counted
+        } else {
+            SocketState::None
+        }
+    }
+
+    /// Counts a connection the glue refused by itself (out of file descriptors).
+    pub fn refused(&mut self, reason: Refusal) {
+        self.signalling.refuse(reason);
+    }
+
+    /// A connection was accepted on `local` (a C-LAN's signalling address) from `from`: it
+    /// is kept as the socket of the phone it is attributed to (module doc of
+    /// [`signalling`](super::signalling)), or refused and must be reset at once.
+    pub fn accept(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+    ) -> Result<ConnectionId, Refusal> {
+        let outcome = self.attribute(now, local, from);
+        if let Err(reason) = outcome {
+            tracing::debug!(%local, %from, reason = reason.name(), "connection refused");
+            self.signalling.refuse(reason);
+        }
+        outcome
+    }
+
+    fn attribute(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+    ) -> Result<ConnectionId, Refusal> {
+        if !self.socket_mode() {
+            return Err(Refusal::CountMode);
+        }
+        let from_ip = from.ip().to_canonical();
+        let clan = *self
+            .signalling
+            .clan_at
+            .get(&local)
+            .ok_or(Refusal::Stranger)?;
+        let (key, holds_place) = self
+            .signalling
+            .claimant(clan, from_ip)
+            .ok_or(Refusal::Stranger)?;
+        let max = self.config.gatekeeper.max_setups_per_clan;
+        if self.signalling.clans[clan].setups >= max {
+            return Err(Refusal::Busy);
+        }
+        if !holds_place {
+            if !self.loads.get(clan).available() {
+                return Err(Refusal::NoRoom);
+            }
+            self.loads.add_socket(clan);
+            if let Some(registration) = self.registry.get_mut(key) {
+                registration.socket = Some(clan);
+            }
+        }
+        let id = self.signalling.new_id();
+        let until = now + self.config.gatekeeper.setup;
+        self.signalling
+            .set_phase(key, Phase::Setup(clan, id, until), Some((clan, from_ip)));
+        self.begin_setup(now, key, id, until);
+        Ok(id)
+    }
+
+    /// An establishment of `key` on connection `id` runs until `until`.
+    fn begin_setup(&mut self, now: Instant, key: u64, id: ConnectionId, until: Instant) {
+        if until <= now {
+            self.establish(now, key);
+        } else {
+            self.signalling
+                .timers
+                .insert((until, SocketTimer::SetupDone(id)));
+        }
+    }
+
+    /// A TTS connect completed.
+    pub fn connected(&mut self, now: Instant, id: ConnectionId) {
+        let Some(&key) = self.signalling.connections.get(&id) else {
+            return;
+        };
+        let Phase::Connecting(clan, _, deadline) = self.signalling.phase(key) else {
+            return;
+        };
+        self.signalling
+            .timers
+            .remove(&(deadline, SocketTimer::ConnectTimeout(id)));
+        let until = now + self.config.gatekeeper.setup;
+        self.signalling
+            .set_phase(key, Phase::Setup(clan, id, until), None);
+        self.begin_setup(now, key, id, until);
+    }
+
+    /// A TTS connect was refused or failed: the next candidate, or a later round.
+    pub fn connect_failed(&mut self, now: Instant, id: ConnectionId) {
+        let Some(&key) = self.signalling.connections.get(&id) else {
+            return;
+        };
+        if let Phase::Connecting(_, _, deadline) = self.signalling.phase(key) {
+            self.signalling
+                .timers
+                .remove(&(deadline, SocketTimer::ConnectTimeout(id)));
+            self.attempt_failed(now, key, Closing::ConnectFailed);
+        }
+    }
+
+    /// The phone's side closed connection `id` (or the connection failed under it).
+    pub fn closed(&mut self, now: Instant, id: ConnectionId, how: Closing) {
+        let Some(&key) = self.signalling.connections.get(&id) else {
+            return;
+        };
+        match self.signalling.phase(key) {
+            Phase::Connecting(_, _, deadline) => {
+                self.signalling
+                    .timers
+                    .remove(&(deadline, SocketTimer::ConnectTimeout(id)));
+                self.attempt_failed(now, key, Closing::ConnectFailed);
+            }
+            phase => {
+                if let Phase::Setup(_, _, until) = phase {
+                    self.signalling
+                        .timers
+                        .remove(&(until, SocketTimer::SetupDone(id)));
+                }
+                self.socket_lost(now, key, how);
+            }
+        }
+    }
+
+    /// Octets read on connection `id`, as its TPKT reader judged them: counted, and a bad
+    /// frame closes the socket (reset).
+    pub fn received(
+        &mut self,
+        now: Instant,
+        id: ConnectionId,
+        read: Result<tpkt::Read, FrameError>,
+    ) {
+        let Some(&key) = self.signalling.connections.get(&id) else {
+            return;
+        };
+        match read {
+            Ok(read) => {
+                self.signalling.stats.octets += read.octets as u64;
+                self.signalling.stats.frames += read.frames as u64;
+            }
+            Err(error) => {
+                tracing::debug!(connection = %id, %error, "bad frame: socket closed");
+                self.signalling
+                    .commands
+                    .push(Command::Close { id, reset: true });
+                if let Phase::Setup(_, _, until) = self.signalling.phase(key) {
+                    self.signalling
+                        .timers
+                        .remove(&(until, SocketTimer::SetupDone(id)));
+                }
+                self.socket_lost(now, key, Closing::Frame);
+            }
+        }
+    }
+
+    /// An establishment completed: the place becomes an established socket, the phone is
+    /// told with an empty TPKT frame, and the C-LAN's slot goes to the next TTS set-up.
+    fn establish(&mut self, now: Instant, key: u64) {
+        let Phase::Setup(clan, id, _) = self.signalling.phase(key) else {
+            return;
+        };
+        self.signalling
+            .set_phase(key, Phase::Established(clan, id), None);
+        self.signalling.stats.established += 1;
+        self.signalling.commands.push(Command::Send {
+            id,
+            payload: Bytes::from_static(&tpkt::EMPTY),
+        });
+        let tts = self.registry.get(key).is_some_and(|r| r.tts);
+        if let Some(phone) = self.signalling.phones.get_mut(&key) {
+            if let Some(rcf) = phone.since_rcf.take() {
+                let histogram = if tts {
+                    &mut self.signalling.stats.time_to_service_tts
+                } else {
+                    &mut self.signalling.stats.time_to_service_other
+                };
+                histogram.observe(now.saturating_duration_since(rcf));
+            }
+            phone.tried.clear();
+            phone.backoff = TTS_BACKOFF_FIRST;
+        }
+        if self.events.watched() {
+            self.events.push(Event::SocketEstablished {
+                endpoint_id: registry::endpoint_id_text(key),
+                clan: self.clan_name(clan),
+            });
+        }
+        self.pump(now, clan);
+    }
+
+    /// A phone's socket (or establishment) is gone from under it: its place is freed at
+    /// once and it stays registered without one; a non-TTS phone may connect again, a TTS
+    /// phone is set up again.
+    fn socket_lost(&mut self, now: Instant, key: u64, how: Closing) {
+        let Some(clan) = self.signalling.phase(key).clan() else {
+            return;
+        };
+        self.signalling.count_closed(how);
+        let (tts, waiting_at) = match self.registry.get_mut(key) {
+            Some(registration) => {
+                registration.socket = None;
+                let at = (!registration.tts)
+                    .then_some((registration.registered_via, registration.source.ip()));
+                (registration.tts, at)
+            }
+            None => (false, None),
+        };
+        self.loads.remove_socket(clan);
+        self.signalling.set_phase(key, Phase::None, waiting_at);
+        if self.events.watched() {
+            self.events.push(Event::SocketClosed {
+                endpoint_id: registry::endpoint_id_text(key),
+                clan: self.clan_name(clan),
+                reason: how,
+            });
+        }
+        if tts {
+            self.start_tts_round(now, key);
+        }
+        self.pump(now, clan);
+    }
+
+    /// A TTS attempt on its C-LAN ended without a socket: the place there is freed, and the
+    /// next candidate of §4 (one not tried in this round) is queued, or the phone waits for
+    /// its next round.
+    fn attempt_failed(&mut self, now: Instant, key: u64, how: Closing) {
+        let Some(clan) = self.signalling.phase(key).clan() else {
+            return;
+        };
+        self.signalling.count_closed(how);
+        self.loads.remove_socket(clan);
+        if let Some(registration) = self.registry.get_mut(key) {
+            registration.socket = None;
+        }
+        self.signalling.set_phase(key, Phase::None, None);
+        if let Some(phone) = self.signalling.phones.get_mut(&key) {
+            phone.tried.push(clan);
+        }
+        if !self.queue_tts(now, key) {
+            self.back_off(now, key);
+        }
+        self.pump(now, clan);
+    }
+
+    /// Socket mode: the place of a non-TTS phone that has just registered at `clan` (already
+    /// counted) waits for the phone's connection.
+    pub(super) fn await_connection(&mut self, now: Instant, key: u64, clan: ClanIdx) {
+        let Some(ip) = self.registry.get(key).map(|r| r.source.ip()) else {
+            return;
+        };
+        self.signalling.phones.insert(
+            key,
+            PhoneSocket {
+                state: Phase::None,
+                since_rcf: Some(now),
+                tried: Vec::new(),
+                backoff: TTS_BACKOFF_FIRST,
+            },
+        );
+        self.signalling
+            .set_phase(key, Phase::Waiting(clan), Some((clan, ip)));
+    }
+
+    /// Socket mode: a TTS phone that has just registered is set up (§4).
+    pub(super) fn await_tts_setup(&mut self, now: Instant, key: u64) {
+        self.signalling.phones.insert(
+            key,
+            PhoneSocket {
+                state: Phase::None,
+                since_rcf: Some(now),
+                tried: Vec::new(),
+                backoff: TTS_BACKOFF_FIRST,
+            },
+        );
+        self.start_tts_round(now, key);
+    }
+
+    /// A fresh round of a TTS phone's set-up: every candidate may be tried again.
+    fn start_tts_round(&mut self, now: Instant, key: u64) {
+        if let Some(phone) = self.signalling.phones.get_mut(&key) {
+            phone.tried.clear();
+        }
+        if !self.queue_tts(now, key) {
+            // No entry of its AGL has room: the retry of TTS phones without a socket
+            // (`tts_pending`) takes it from here, as in count mode.
+            self.tts_pending.insert(key);
+            if self.tts_retry_at.is_none() {
+                self.tts_retry_at = Some(now + super::TTS_RETRY);
+            }
+        }
+    }
+
+    /// Queues a TTS phone's set-up on the best candidate of §4 it has not tried in this
+    /// round, holding its place there; `false` when none is left.
+    fn queue_tts(&mut self, now: Instant, key: u64) -> bool {
+        let Some(registration) = self.registry.get(key) else {
+            return false;
+        };
+        let tried = self
+            .signalling
+            .phones
+            .get(&key)
+            .map(|p| p.tried.clone())
+            .unwrap_or_default();
+        let tiers = self.topology.tiers(registration.region);
+        let Some(clan) =
+            policy::choose_tts_clan_except(&tiers, &self.loads, &registration.agl, &tried)
+        else {
+            return false;
+        };
+        self.place_tts_setup(now, key, clan);
+        true
+    }
+
+    /// Holds a TTS phone's place on `clan` and queues its set-up there.
+    pub(super) fn place_tts_setup(&mut self, now: Instant, key: u64, clan: ClanIdx) {
+        self.loads.add_socket(clan);
+        if let Some(registration) = self.registry.get_mut(key) {
+            registration.socket = Some(clan);
+        }
+        self.tts_pending.remove(&key);
+        self.signalling.set_phase(key, Phase::Queued(clan), None);
+        self.pump(now, clan);
+    }
+
+    /// A TTS phone whose every candidate failed in this round waits, doubling each time.
+    fn back_off(&mut self, now: Instant, key: u64) {
+        if let Some(phone) = self.signalling.phones.get_mut(&key) {
+            let wait = phone.backoff;
+            phone.backoff = (wait * 2).min(TTS_BACKOFF_MAX);
+            self.signalling
+                .timers
+                .insert((now + wait, SocketTimer::Retry(key)));
+        }
+    }
+
+    /// Starts the TTS set-ups waiting on `clan` while it has free establishment slots.
+    fn pump(&mut self, now: Instant, clan: ClanIdx) {
+        let max = self.config.gatekeeper.max_setups_per_clan;
+        let from = self.config.clans[clan].address.ip();
+        let timeout = self.config.gatekeeper.setup_timeout;
+        while self.signalling.clans[clan].setups < max {
+            let Some(key) = self.signalling.clans[clan].queue.pop_front() else {
+                break;
+            };
+            if self.signalling.phase(key) != Phase::Queued(clan) {
+                continue;
+            }
+            let to = self
+                .registry
+                .get(key)
+                .and_then(|r| r.call_signal_address.first().copied());
+            let Some(to) = to else {
+                continue;
+            };
+            let id = self.signalling.new_id();
+            let deadline = now + timeout;
+            self.signalling
+                .set_phase(key, Phase::Connecting(clan, id, deadline), None);
+            self.signalling
+                .timers
+                .insert((deadline, SocketTimer::ConnectTimeout(id)));
+            self.signalling.stats.connects += 1;
+            self.signalling
+                .commands
+                .push(Command::Connect { id, from, to });
+        }
+    }
+
+    /// Socket mode's deadlines due at `now`.
+    pub(super) fn socket_timeouts(&mut self, now: Instant) {
+        while let Some(&(at, timer)) = self.signalling.timers.first() {
+            if at > now {
+                break;
+            }
+            self.signalling.timers.pop_first();
+            match timer {
+                SocketTimer::SetupDone(id) => {
+                    if let Some(&key) = self.signalling.connections.get(&id) {
+                        self.establish(now, key);
+                    }
+                }
+                SocketTimer::ConnectTimeout(id) => {
+                    let Some(&key) = self.signalling.connections.get(&id) else {
+                        continue;
+                    };
+                    if matches!(self.signalling.phase(key), Phase::Connecting(..)) {
+                        self.signalling
+                            .commands
+                            .push(Command::Close { id, reset: true });
+                        self.attempt_failed(now, key, Closing::ConnectTimedOut);
+                    }
+                }
+                SocketTimer::Retry(key) => {
+                    if self.registry.get(key).is_some()
+                        && self.signalling.phase(key) == Phase::None
+                        && !self.tts_pending.contains(&key)
+                    {
+                        self.start_tts_round(now, key);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A registration ended (its place already freed from the C-LAN's load): its
+    /// connection is closed and socket mode forgets it.
+    pub(super) fn socket_ended(
+        &mut self,
+        now: Instant,
+        key: u64,
+        registration: &registry::Registration,
+        how: Closing,
+    ) {
+        if !self.socket_mode() {
+            return;
+        }
+        let waiting_at =
+            (!registration.tts).then_some((registration.registered_via, registration.source.ip()));
+        let phase = self.signalling.forget(key, waiting_at);
+        if let Some(id) = phase.connection() {
+            self.signalling
+                .commands
+                .push(Command::Close { id, reset: false });
+            self.signalling.count_closed(how);
+        }
+        if let Some(clan) = phase.clan() {
+            self.pump(now, clan);
+        }
+    }
+
+    /// Socket mode, after a restore (or a reload that changed the C-LANs): no connection
+    /// survived, so every registration's place waits for its socket again — a non-TTS
+    /// phone's connection, a TTS phone's set-up. No time to service is measured for them.
+    pub(super) fn adopt_places(&mut self, now: Instant) {
+        if !self.socket_mode() {
+            return;
+        }
+        let places: Vec<(u64, Option<ClanIdx>, bool)> = self
+            .registry
+            .iter()
+            .map(|(key, r)| (key, r.socket, r.tts))
+            .collect();
+        for (key, socket, tts) in places {
+            match (tts, socket) {
+                (false, Some(clan)) => self.await_connection(now, key, clan),
+                (true, Some(clan)) => {
+                    self.await_tts_setup_at(now, key, clan);
+                }
+                (true, None) => self.await_tts_setup(now, key),
+                (false, None) => continue,
+            }
+            if let Some(phone) = self.signalling.phones.get_mut(&key) {
+                phone.since_rcf = None;
+            }
+        }
+    }
+
+    /// Socket mode, a reload: the connections of `old` carry over when the C-LANs are the
+    /// same (names and signalling addresses, in order); otherwise they are all closed and
+    /// the places wait for their sockets again ([`adopt_places`](Self::adopt_places)).
+    pub(super) fn carry_connections(&mut self, now: Instant, old: &mut Gatekeeper) {
+        let same = old.socket_mode()
+            && self.socket_mode()
+            && old.signal_addresses() == self.signal_addresses();
+        if same {
+            let mut signalling = std::mem::take(&mut old.signalling);
+            signalling.stats = std::mem::take(&mut old.signalling.stats);
+            self.signalling = signalling;
+            // Registrations the reload dropped lose their connections.
+            let gone: Vec<u64> = self
+                .signalling
+                .phones
+                .keys()
+                .copied()
+                .filter(|&key| self.registry.get(key).is_none())
+                .collect();
+            for key in gone {
+                let phase = self.signalling.forget(key, None);
+                if let Some(id) = phase.connection() {
+                    self.signalling
+                        .commands
+                        .push(Command::Close { id, reset: false });
+                    self.signalling.count_closed(Closing::Unregistered);
+                }
+            }
+            let registry = &self.registry;
+            self.signalling
+                .waiting
+                .retain(|&(_, _, key)| registry.get(key).is_some());
+            return;
+        }
+        let ids: Vec<ConnectionId> = old.signalling.connections.keys().copied().collect();
+        self.signalling.stats = std::mem::take(&mut old.signalling.stats);
+        for id in ids {
+            self.signalling
+                .commands
+                .push(Command::Close { id, reset: false });
+            self.signalling.count_closed(Closing::Unregistered);
+        }
+        self.adopt_places(now);
+    }
+
+    /// A TTS phone whose place is already counted on `clan` (restored) waits for its
+    /// set-up there.
+    fn await_tts_setup_at(&mut self, now: Instant, key: u64, clan: ClanIdx) {
+        self.signalling.phones.insert(
+            key,
+            PhoneSocket {
+                state: Phase::None,
+                since_rcf: None,
+                tried: Vec::new(),
+                backoff: TTS_BACKOFF_FIRST,
+            },
+        );
+        self.signalling.set_phase(key, Phase::Queued(clan), None);
+        self.pump(now, clan);
+    }
+
+    /// Registered non-TTS phones without a place that registered at `clan` (for a C-LAN
+    /// going out of service: they can never connect there).
+    pub(super) fn without_place_at(&self, clan: ClanIdx) -> Vec<u64> {
+        self.signalling
+            .waiting
+            .range((clan, std::net::IpAddr::from([0u8; 4]), 0)..)
+            .take_while(|&&(at, _, _)| at == clan)
+            .filter(|&&(_, _, key)| self.signalling.phase(key) == Phase::None)
+            .map(|&(_, _, key)| key)
+            .collect()
+    }
+}

@@ -1,0 +1,458 @@
+//! Socket mode (`sockets = "tcp"`, rules.md "Socket mode"): the phones' real TCP signalling
+//! connections, as the core sees them. No I/O here either: the glue reports what the OS did
+//! — a connection accepted on a C-LAN's signalling address, a connect that completed or
+//! failed, octets read, a close — and takes [`Command`]s back (open a connection from this
+//! C-LAN to that phone, write this, close that).
+//!
+//! ```text
+//!   accepted (C-LAN, from) ──▶ Gatekeeper::accept ──▶ Ok(id) keep it │ Err(Refusal) reset it
+//!   connect done / failed  ──▶ Gatekeeper::connected / connect_failed
+//!   octets read            ──▶ Gatekeeper::received (TPKT counted; a bad frame closes)
+//!   closed by the phone    ──▶ Gatekeeper::closed
+//!                              Gatekeeper::take_commands ──▶ Connect / Send / Close
+//! ```
+//!
+//! **Places.** A C-LAN's load counts a *place* for every phone whose socket is there or on
+//! its way there: in count mode that place is the socket; in socket mode it is held from
+//! the RCF (non-TTS: on the C-LAN the RRQ came to; TTS: where §4 puts it) and becomes an
+//! *established* socket when the connection is up and its establishment is over. So the
+//! cap holds in both modes by the same counter, and `established` says how many real
+//! sockets a C-LAN holds.
+//!
+//! **Establishments.** One lasts from the accepted (non-TTS) or initiated (TTS) connection
+//! until it is up plus `setup_ms`. At most `max_setups_per_clan` run at once per C-LAN:
+//! a non-TTS phone's connection beyond that is refused (reset) at once — Avaya's C-LAN
+//! rejects the sixth request and the phone retries — and TTS set-ups beyond it wait in
+//! order. When an establishment completes the gatekeeper writes an empty TPKT frame on
+//! the socket, which tells the phone it is in service.
+//!
+//! **Attribution.** A connection accepted on a C-LAN is the socket of a registered non-TTS
+//! phone whose RAS source has the connection's source IP and who registered at that C-LAN
+//! and has no connection yet. When several phones share that IP (behind NAT), the one
+//! registered first (its `endpointIdentifier` the lowest) takes it, phones holding a place
+//! before phones that lost their socket. A connection nobody claims is refused at once, so
+//! a stranger holds nothing: a source IP can hold at most as many connections as it has
+//! registered phones.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::stats::LatencyHistogram;
+use super::topology::ClanIdx;
+
+/// The first wait before a TTS phone whose every candidate failed is tried again; it
+/// doubles with each round, up to [`TTS_BACKOFF_MAX`].
+pub const TTS_BACKOFF_FIRST: Duration = Duration::from_secs(1);
+
+/// The longest wait between two rounds of a TTS phone's set-up.
+pub const TTS_BACKOFF_MAX: Duration = Duration::from_secs(32);
+
+/// A signalling connection, numbered by the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct ConnectionId(pub u64);
+
+impl std::fmt::Display for ConnectionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// What the core asks the glue to do with connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Open a TCP connection from `from` (a C-LAN's IP, any port) to `to` (a TTS phone's
+    /// `callSignalAddress`); report [`connected`](super::Gatekeeper::connected) or
+    /// [`connect_failed`](super::Gatekeeper::connect_failed).
+    Connect {
+        /// The connection's number.
+        id: ConnectionId,
+        /// The local IP.
+        from: IpAddr,
+        /// The phone's address.
+        to: SocketAddr,
+    },
+    /// Write these octets on it.
+    Send {
+        /// Which connection.
+        id: ConnectionId,
+        /// What to write.
+        payload: Bytes,
+    },
+    /// Close it (a connect in progress is given up). Nothing more is reported about it.
+    Close {
+        /// Which connection.
+        id: ConnectionId,
+        /// With RST (linger 0) rather than FIN.
+        reset: bool,
+    },
+}
+
+/// Why a connection is refused (closed at once), as counted in `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// No registered phone waiting for a socket there has its source IP.
+    Stranger,
+    /// Its phone lost its socket and the C-LAN has no room for it now (or is out of
+    /// service).
+    NoRoom,
+    /// `max_setups_per_clan` establishments are in progress on that C-LAN.
+    Busy,
+    /// The process is out of file descriptors (the glue's refusal, counted here).
+    Descriptors,
+    /// The gatekeeper runs in count mode (nothing should be listening).
+    CountMode,
+}
+
+impl Refusal {
+    /// Every reason, in counter order.
+    pub const ALL: [Refusal; 5] = [
+        Refusal::Stranger,
+        Refusal::NoRoom,
+        Refusal::Busy,
+        Refusal::Descriptors,
+        Refusal::CountMode,
+    ];
+
+    /// The label `/metrics` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::Stranger => "stranger",
+            Refusal::NoRoom => "no_room",
+            Refusal::Busy => "busy",
+            Refusal::Descriptors => "descriptors",
+            Refusal::CountMode => "count_mode",
+        }
+    }
+}
+
+/// Why a socket (or a set-up) ended, as counted in `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Closing {
+    /// The phone closed it (FIN).
+    Fin,
+    /// The phone reset it (RST), or a read failed.
+    Reset,
+    /// TCP keep-alive probes went unanswered.
+    KeepAlive,
+    /// The phone sent something that is not TPKT, or a frame over the limit.
+    Frame,
+    /// Its registration ended (URQ, TTL, re-registration, admin, reload).
+    Unregistered,
+    /// Its C-LAN went out of service.
+    ClanOutOfService,
+    /// A TTS connect was refused or failed.
+    ConnectFailed,
+    /// A TTS connect did not complete within `setup_timeout_ms`.
+    ConnectTimedOut,
+}
+
+impl Closing {
+    /// Every reason, in counter order.
+    pub const ALL: [Closing; 8] = [
+        Closing::Fin,
+        Closing::Reset,
+        Closing::KeepAlive,
+        Closing::Frame,
+        Closing::Unregistered,
+        Closing::ClanOutOfService,
+        Closing::ConnectFailed,
+        Closing::ConnectTimedOut,
+    ];
+
+    /// The label `/metrics` shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Closing::Fin => "fin",
+            Closing::Reset => "reset",
+            Closing::KeepAlive => "keepalive",
+            Closing::Frame => "frame",
+            Closing::Unregistered => "unregistered",
+            Closing::ClanOutOfService => "clan_out_of_service",
+            Closing::ConnectFailed => "connect_failed",
+            Closing::ConnectTimedOut => "connect_timed_out",
+        }
+    }
+}
+
+/// Where a registered phone's socket stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SocketState {
+    /// Count mode: the socket is counted, nothing is open.
+    Counted,
+    /// Socket mode, non-TTS: a place is held; the phone has not connected yet.
+    Waiting,
+    /// Socket mode, TTS: a place is held; its set-up waits for a free slot on the C-LAN.
+    Queued,
+    /// Socket mode, TTS: the gatekeeper's connect is in progress.
+    Connecting,
+    /// Socket mode: the connection is up and its establishment (`setup_ms`) runs.
+    Setup,
+    /// Socket mode: the socket is established.
+    Established,
+    /// No socket and no place (a TTS phone waiting for room or its next round, a non-TTS
+    /// phone whose socket closed).
+    #[default]
+    None,
+}
+
+impl SocketState {
+    /// The label the admin port shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            SocketState::Counted => "counted",
+            SocketState::Waiting => "waiting",
+            SocketState::Queued => "queued",
+            SocketState::Connecting => "connecting",
+            SocketState::Setup => "setup",
+            SocketState::Established => "established",
+            SocketState::None => "none",
+        }
+    }
+}
+
+/// One phone's socket in socket mode.
+#[derive(Debug, Clone)]
+pub(super) struct PhoneSocket {
+    pub state: Phase,
+    /// When its RCF was sent, until its first socket is established (time to service).
+    pub since_rcf: Option<Instant>,
+    /// TTS: the C-LANs tried in this round of its set-up.
+    pub tried: Vec<ClanIdx>,
+    /// TTS: the wait before its next round when this one fails.
+    pub backoff: Duration,
+}
+
+/// [`SocketState`] with what each state holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    Waiting(ClanIdx),
+    Queued(ClanIdx),
+    Connecting(ClanIdx, ConnectionId, Instant),
+    Setup(ClanIdx, ConnectionId, Instant),
+    Established(ClanIdx, ConnectionId),
+    None,
+}
+
+impl Phase {
+    pub fn state(self) -> SocketState {
+        match self {
+            Phase::Waiting(_) => SocketState::Waiting,
+            Phase::Queued(_) => SocketState::Queued,
+            Phase::Connecting(..) => SocketState::Connecting,
+            Phase::Setup(..) => SocketState::Setup,
+            Phase::Established(..) => SocketState::Established,
+            Phase::None => SocketState::None,
+        }
+    }
+
+    /// The connection it has, if any.
+    pub fn connection(self) -> Option<ConnectionId> {
+        match self {
+            Phase::Connecting(_, id, _) | Phase::Setup(_, id, _) | Phase::Established(_, id) => {
+                Some(id)
+            }
+            _ => None,
+        }
+    }
+
+    /// The C-LAN holding its place, if any.
+    pub fn clan(self) -> Option<ClanIdx> {
+        match self {
+            Phase::Waiting(clan)
+            | Phase::Queued(clan)
+            | Phase::Connecting(clan, ..)
+            | Phase::Setup(clan, ..)
+            | Phase::Established(clan, _) => Some(clan),
+            Phase::None => None,
+        }
+    }
+
+    /// Does it occupy one of its C-LAN's establishment slots?
+    pub fn in_setup(self) -> bool {
+        matches!(self, Phase::Connecting(..) | Phase::Setup(..))
+    }
+}
+
+/// One C-LAN's sockets.
+#[derive(Debug, Clone, Default)]
+pub(super) struct ClanSockets {
+    /// Established sockets.
+    pub established: u32,
+    /// Establishments in progress (TTS connects and connections within `setup_ms`).
+    pub setups: u32,
+    /// TTS phones whose set-up waits for a slot, in order (entries that left the queue
+    /// otherwise are skipped when reached).
+    pub queue: VecDeque<u64>,
+    /// How many of `queue` still wait.
+    pub queued: u32,
+}
+
+/// A deadline of socket mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum SocketTimer {
+    /// An establishment's `setup_ms` is over.
+    SetupDone(ConnectionId),
+    /// A TTS connect's `setup_timeout_ms` is over.
+    ConnectTimeout(ConnectionId),
+    /// A TTS phone's next round.
+    Retry(u64),
+}
+
+/// Counters of socket mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SocketStats {
+    /// Connections refused at once, by reason.
+    pub refused: BTreeMap<Refusal, u64>,
+    /// Sockets and set-ups that ended, by reason.
+    pub closed: BTreeMap<Closing, u64>,
+    /// Sockets established.
+    pub established: u64,
+    /// TTS connects started.
+    pub connects: u64,
+    /// Octets phones sent on their sockets.
+    pub octets: u64,
+    /// TPKT frames phones sent on their sockets.
+    pub frames: u64,
+    /// RCF → established socket, TTS phones.
+    pub time_to_service_tts: LatencyHistogram,
+    /// RCF → established socket, non-TTS phones.
+    pub time_to_service_other: LatencyHistogram,
+}
+
+/// Everything socket mode keeps.
+#[derive(Debug, Default)]
+pub(super) struct Signalling {
+    /// Per registration key.
+    pub phones: HashMap<u64, PhoneSocket>,
+    /// Which registration a connection belongs to.
+    pub connections: HashMap<ConnectionId, u64>,
+    /// Per C-LAN, in configuration order.
+    pub clans: Vec<ClanSockets>,
+    /// Non-TTS phones that may connect: (C-LAN registered at, RAS source IP, key).
+    pub waiting: BTreeSet<(ClanIdx, IpAddr, u64)>,
+    /// The C-LAN each signalling address belongs to.
+    pub clan_at: HashMap<SocketAddr, ClanIdx>,
+    pub timers: BTreeSet<(Instant, SocketTimer)>,
+    pub commands: Vec<Command>,
+    pub stats: SocketStats,
+    next_id: u64,
+}
+
+impl Signalling {
+    /// Empty, for C-LANs at these signalling addresses.
+    pub fn new(signal_addresses: impl IntoIterator<Item = SocketAddr>) -> Signalling {
+        let clan_at: HashMap<SocketAddr, ClanIdx> = signal_addresses
+            .into_iter()
+            .enumerate()
+            .map(|(idx, address)| (address, idx))
+            .collect();
+        Signalling {
+            clans: vec![ClanSockets::default(); clan_at.len()],
+            clan_at,
+            ..Signalling::default()
+        }
+    }
+
+    pub fn new_id(&mut self) -> ConnectionId {
+        self.next_id += 1;
+        ConnectionId(self.next_id)
+    }
+
+    pub fn refuse(&mut self, reason: Refusal) {
+        *self.stats.refused.entry(reason).or_default() += 1;
+    }
+
+    pub fn count_closed(&mut self, reason: Closing) {
+        *self.stats.closed.entry(reason).or_default() += 1;
+    }
+
+    /// The state a registration's socket is in.
+    pub fn phase(&self, key: u64) -> Phase {
+        self.phones.get(&key).map_or(Phase::None, |p| p.state)
+    }
+
+    /// Sets a phone's phase, keeping the C-LANs' counters, the connection index and the
+    /// waiting set in step with it (the phone must be known).
+    pub fn set_phase(&mut self, key: u64, next: Phase, waiting_at: Option<(ClanIdx, IpAddr)>) {
+        let Some(phone) = self.phones.get_mut(&key) else {
+            return;
+        };
+        let before = std::mem::replace(&mut phone.state, next);
+        if let Some(clan) = before.clan() {
+            let sockets = &mut self.clans[clan];
+            match before {
+                Phase::Queued(_) => sockets.queued = sockets.queued.saturating_sub(1),
+                Phase::Established(..) => {
+                    sockets.established = sockets.established.saturating_sub(1)
+                }
+                _ if before.in_setup() => sockets.setups = sockets.setups.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if let Some(id) = before.connection() {
+            if next.connection() != Some(id) {
+                self.connections.remove(&id);
+            }
+        }
+        if let Some(clan) = next.clan() {
+            let sockets = &mut self.clans[clan];
+            match next {
+                Phase::Queued(_) => {
+                    sockets.queued += 1;
+                    sockets.queue.push_back(key);
+                }
+                Phase::Established(..) => sockets.established += 1,
+                _ if next.in_setup() => sockets.setups += 1,
+                _ => {}
+            }
+        }
+        if let Some(id) = next.connection() {
+            self.connections.insert(id, key);
+        }
+        // The waiting set: non-TTS phones in Waiting or None (given `waiting_at`).
+        if let Some((clan, ip)) = waiting_at {
+            if matches!(next, Phase::Waiting(_) | Phase::None) {
+                self.waiting.insert((clan, ip, key));
+            } else {
+                self.waiting.remove(&(clan, ip, key));
+            }
+        }
+    }
+
+    /// Forgets a phone (its registration ended), returning what it was in.
+    pub fn forget(&mut self, key: u64, waiting_at: Option<(ClanIdx, IpAddr)>) -> Phase {
+        let phase = self.phase(key);
+        self.set_phase(key, Phase::None, None);
+        if let Some((clan, ip)) = waiting_at {
+            self.waiting.remove(&(clan, ip, key));
+        }
+        self.phones.remove(&key);
+        phase
+    }
+
+    /// The soonest deadline.
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.timers.first().map(|&(at, _)| at)
+    }
+
+    /// The non-TTS phone an accepted connection from `ip` on `clan` belongs to: the first
+    /// (lowest key) holding a place there, else the first without a place. `true` with it
+    /// when it holds its place.
+    pub fn claimant(&self, clan: ClanIdx, ip: IpAddr) -> Option<(u64, bool)> {
+        let mut without = None;
+        for &(_, _, key) in self.waiting.range((clan, ip, 0)..=(clan, ip, u64::MAX)) {
+            match self.phase(key) {
+                Phase::Waiting(at) if at == clan => return Some((key, true)),
+                Phase::None if without.is_none() => without = Some(key),
+                _ => {}
+            }
+        }
+        without.map(|key| (key, false))
+    }
+}
