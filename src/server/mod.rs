@@ -19,6 +19,7 @@ mod admin;
 pub(crate) mod batch;
 mod metrics;
 mod reload;
+mod signalling;
 pub(crate) mod sockets;
 pub mod state_file;
 
@@ -118,6 +119,8 @@ pub struct Server {
     config_path: Option<std::path::PathBuf>,
     /// Datagrams to send as soon as it runs (URQs of a restore).
     pending: Vec<Transmit>,
+    /// Socket mode: a TCP listener on every C-LAN's signalling address.
+    listeners: Vec<(SocketAddr, tokio::net::TcpListener)>,
 }
 
 impl Server {
@@ -167,6 +170,19 @@ impl Server {
                 })?;
             readers.push((group, Arc::new(socket)));
         }
+        let listeners = if config.gatekeeper.sockets == crate::config::SocketMode::Tcp {
+            match sockets::raise_open_file_limit() {
+                Ok((soft, hard)) => tracing::info!(
+                    open_files = soft,
+                    hard_limit = hard,
+                    "open-file limit raised to the hard limit (one descriptor per socket)"
+                ),
+                Err(error) => tracing::warn!(%error, "cannot raise the open-file limit"),
+            }
+            signalling::listen(&config)?
+        } else {
+            Vec::new()
+        };
         let admin_address = config.admin.listen;
         let admin = tokio::net::TcpListener::bind(admin_address)
             .await
@@ -185,6 +201,7 @@ impl Server {
             state_file: None,
             config_path: None,
             pending: Vec::new(),
+            listeners,
         })
     }
 
@@ -242,6 +259,7 @@ impl Server {
             state_file,
             config_path,
             pending,
+            listeners,
         } = self;
         let mut sockets = sockets;
         let mut readers = readers;
@@ -261,6 +279,11 @@ impl Server {
         let mut hangups = hangup_signals();
         let token = gatekeeper.config().admin.token.clone();
         tasks.spawn(admin::serve(admin, queries_tx, events.clone(), token));
+        let signalling_on = !listeners.is_empty();
+        let (mut connections, mut socket_events) =
+            signalling::Connections::start(gatekeeper.config(), listeners, &mut tasks);
+        // Sockets of a restored state wait for their phones; TTS set-ups start now.
+        connections.execute(&mut gatekeeper);
         tracing::info!(
             discovery = %gatekeeper.config().gatekeeper.discovery,
             clans = gatekeeper.config().clans.len(),
@@ -293,6 +316,18 @@ impl Server {
                     let out = answer(&mut gatekeeper, query);
                     send_all(&sockets, &mut batch, out).await;
                 }
+                Some(event) = socket_events.recv(), if signalling_on => {
+                    watch(&mut gatekeeper, &events);
+                    let now = Instant::now();
+                    connections.handle(&mut gatekeeper, now, event);
+                    // What else is waiting, up to a bound, before the commands go out.
+                    for _ in 0..256 {
+                        match socket_events.try_recv() {
+                            Ok(event) => connections.handle(&mut gatekeeper, now, event),
+                            Err(_) => break,
+                        }
+                    }
+                }
                 Some(()) = hangups.recv() => match &config_path {
                     Some(path) => {
                         tracing::info!(path = %path.display(), "SIGHUP: reloading the configuration");
@@ -313,6 +348,7 @@ impl Server {
                     }
                 }
             }
+            connections.execute(&mut gatekeeper);
             for event in gatekeeper.drain_events() {
                 // No watcher connected is not an error.
                 let _ = events.send(Arc::new(event));

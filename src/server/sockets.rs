@@ -79,3 +79,44 @@ pub fn bind_multicast(interface: IpAddr) -> io::Result<UdpSocket> {
     socket.join_multicast_v4(&MULTICAST_GROUP, &interface)?;
     UdpSocket::from_std(socket.into())
 }
+
+/// Raises this process's soft open-file limit to its hard limit (every signalling socket and
+/// every storm phone's connection is a descriptor); returns the (soft, hard) limits now in
+/// force.
+#[cfg(unix)]
+pub fn raise_open_file_limit() -> io::Result<(u64, u64)> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into `limit`, which lives across the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads one rlimit from `raised`, which lives across the call.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        limit = raised;
+    }
+    #[allow(clippy::useless_conversion)] // rlim_t is u64 on Linux, not everywhere
+    let pair = (
+        u64::try_from(limit.rlim_cur).unwrap_or(u64::MAX),
+        u64::try_from(limit.rlim_max).unwrap_or(u64::MAX),
+    );
+    Ok(pair)
+}
+
+/// Without rlimits there is nothing to raise.
+#[cfg(not(unix))]
+pub fn raise_open_file_limit() -> io::Result<(u64, u64)> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no open-file limit here",
+    ))
+}

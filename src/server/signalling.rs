@@ -1,0 +1,389 @@
+//! Socket mode's glue: the TCP listeners on every C-LAN's signalling address, one task per
+//! connection, and the TTS connects. It owns the file descriptors and decides nothing: every
+//! event goes to the state task, which asks the core ([`Gatekeeper::accept`] and friends)
+//! and carries out the [`Command`]s that come back.
+//!
+//! ```text
+//!   listener task ──Accepted(stream)──▶ ┐
+//!   connection task ──Read / Closed───▶ ├─ mpsc ─▶ state task ─▶ Gatekeeper
+//!   connect task ──Connected / Failed─▶ ┘              │
+//!   connection task ◀──Order (Send / Close)────────────┘  (Command)
+//! ```
+//!
+//! Out of file descriptors, a listener cannot even accept to refuse: it keeps one
+//! descriptor in reserve (`/dev/null`), gives it up to accept and reset the waiting
+//! connection, counts it, and takes the reserve back — so the backlog drains, the refusals
+//! are counted, and RAS (whose sockets are already open) goes on.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use crate::config::Config;
+use crate::gatekeeper::{Closing, Command, ConnectionId, Gatekeeper, Refusal};
+use crate::tpkt;
+
+/// Connections the listener's kernel queue holds before the gatekeeper accepts them.
+const BACKLOG: i32 = 1024;
+
+/// Events queued for the state task before connection tasks wait (they then stop reading,
+/// so a phone that floods its socket is slowed by TCP, not buffered here).
+const EVENTS_QUEUED: usize = 8192;
+
+/// Octets one read takes from a socket.
+const READ_OCTETS: usize = 1024;
+
+/// What the tasks tell the state task.
+#[derive(Debug)]
+pub(crate) enum SocketEvent {
+    /// A listener accepted a connection.
+    Accepted {
+        local: SocketAddr,
+        from: SocketAddr,
+        stream: TcpStream,
+    },
+    /// A listener had to refuse one (out of file descriptors).
+    Refused(Refusal),
+    /// A TTS connect completed.
+    Connected(ConnectionId),
+    /// A TTS connect was refused or failed.
+    ConnectFailed(ConnectionId),
+    /// Octets read, as TPKT made them out.
+    Read(ConnectionId, Result<tpkt::Read, tpkt::FrameError>),
+    /// The phone's side closed it, or it failed.
+    Closed(ConnectionId, Closing),
+}
+
+/// What the state task tells a connection task.
+#[derive(Debug)]
+enum Order {
+    Send(Bytes),
+    Close { reset: bool },
+}
+
+/// Per connection settings.
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    max_frame: u16,
+    keepalive: Duration,
+}
+
+/// The state task's side: a handle per live connection.
+pub(crate) struct Connections {
+    orders: HashMap<ConnectionId, mpsc::UnboundedSender<Order>>,
+    events: mpsc::Sender<SocketEvent>,
+    settings: Settings,
+}
+
+/// Binds a listener on every C-LAN's signalling address (socket mode only).
+pub(crate) fn listen(
+    config: &Config,
+) -> Result<Vec<(SocketAddr, TcpListener)>, super::ServerError> {
+    config
+        .clans
+        .iter()
+        .map(|clan| {
+            let address = clan.signal_address();
+            let listener = bind_listener(address).map_err(|source| super::ServerError::Bind {
+                address,
+                role: format!("C-LAN {} call signalling (TCP)", clan.name),
+                source,
+            })?;
+            let local = listener.local_addr().unwrap_or(address);
+            Ok((local, listener))
+        })
+        .collect()
+}
+
+fn bind_listener(address: SocketAddr) -> io::Result<TcpListener> {
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&address.into())?;
+    socket.listen(BACKLOG)?;
+    TcpListener::from_std(socket.into())
+}
+
+impl Connections {
+    /// Starts a task per listener; returns the state task's side and where events arrive.
+    pub fn start(
+        config: &Config,
+        listeners: Vec<(SocketAddr, TcpListener)>,
+        tasks: &mut tokio::task::JoinSet<()>,
+    ) -> (Connections, mpsc::Receiver<SocketEvent>) {
+        let (events, receiver) = mpsc::channel(EVENTS_QUEUED);
+        for (local, listener) in listeners {
+            tasks.spawn(accept_loop(local, listener, events.clone()));
+        }
+        let settings = Settings {
+            max_frame: config.limits.max_frame_octets,
+            keepalive: config.gatekeeper.keepalive,
+        };
+        let connections = Connections {
+            orders: HashMap::new(),
+            events,
+            settings,
+        };
+        (connections, receiver)
+    }
+
+    /// Hands one event to the core.
+    pub fn handle(&mut self, gatekeeper: &mut Gatekeeper, now: Instant, event: SocketEvent) {
+        match event {
+            SocketEvent::Accepted {
+                local,
+                from,
+                stream,
+            } => match gatekeeper.accept(now, local, from) {
+                Ok(id) => {
+                    let (orders, inbox) = mpsc::unbounded_channel();
+                    self.orders.insert(id, orders);
+                    let events = self.events.clone();
+                    tokio::spawn(drive(id, stream, inbox, events, self.settings));
+                }
+                Err(_) => reset(stream),
+            },
+            SocketEvent::Refused(reason) => gatekeeper.refused(reason),
+            SocketEvent::Connected(id) => gatekeeper.connected(now, id),
+            SocketEvent::ConnectFailed(id) => {
+                self.orders.remove(&id);
+                gatekeeper.connect_failed(now, id);
+            }
+            SocketEvent::Read(id, read) => gatekeeper.received(now, id, read),
+            SocketEvent::Closed(id, how) => {
+                self.orders.remove(&id);
+                gatekeeper.closed(now, id, how);
+            }
+        }
+    }
+
+    /// Carries out what the core asked for.
+    pub fn execute(&mut self, gatekeeper: &mut Gatekeeper) {
+        for command in gatekeeper.take_commands() {
+            match command {
+                Command::Connect { id, from, to } => {
+                    let (orders, inbox) = mpsc::unbounded_channel();
+                    self.orders.insert(id, orders);
+                    let events = self.events.clone();
+                    tokio::spawn(connect(
+                        id,
+                        SocketAddr::new(from, 0),
+                        to,
+                        inbox,
+                        events,
+                        self.settings,
+                    ));
+                }
+                Command::Send { id, payload } => {
+                    if let Some(orders) = self.orders.get(&id) {
+                        // A task that already ended has reported (or will report) its end.
+                        let _ = orders.send(Order::Send(payload));
+                    }
+                }
+                Command::Close { id, reset } => {
+                    if let Some(orders) = self.orders.remove(&id) {
+                        let _ = orders.send(Order::Close { reset });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Closes a stream with RST (linger 0): a refusal the phone sees at once.
+fn reset(stream: TcpStream) {
+    let _ = SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+    drop(stream);
+}
+
+/// Is this accept error a lack of file descriptors (of the process or the system)?
+fn out_of_descriptors(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+}
+
+/// Accepts connections on one listener until the server stops.
+async fn accept_loop(local: SocketAddr, listener: TcpListener, events: mpsc::Sender<SocketEvent>) {
+    let mut reserve = std::fs::File::open("/dev/null").ok();
+    loop {
+        match listener.accept().await {
+            Ok((stream, from)) => {
+                let from = SocketAddr::new(from.ip().to_canonical(), from.port());
+                let event = SocketEvent::Accepted {
+                    local,
+                    from,
+                    stream,
+                };
+                if events.send(event).await.is_err() {
+                    return;
+                }
+            }
+            Err(error) if out_of_descriptors(&error) => {
+                // Give up the reserve to accept and reset the connection that waits, so
+                // the backlog drains and the phone hears at once.
+                drop(reserve.take());
+                if let Ok((stream, _)) = listener.accept().await {
+                    reset(stream);
+                }
+                reserve = std::fs::File::open("/dev/null").ok();
+                if events
+                    .send(SocketEvent::Refused(Refusal::Descriptors))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                if reserve.is_none() {
+                    // Not even the reserve came back: wait for descriptors to free up.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+            Err(error) => {
+                // ECONNABORTED and the like: that connection is gone, the listener is not.
+                tracing::debug!(%local, %error, "accept failed");
+            }
+        }
+    }
+}
+
+/// Turns TCP keep-alive on: probes after `keepalive` of silence, as often again, three
+/// unanswered close the socket (reported as [`Closing::KeepAlive`]).
+fn keep_alive(stream: &TcpStream, keepalive: Duration) {
+    let settings = TcpKeepalive::new()
+        .with_time(keepalive)
+        .with_interval(keepalive);
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let settings = settings.with_retries(3);
+    let _ = SockRef::from(stream).set_tcp_keepalive(&settings);
+}
+
+/// A TTS connect from `from` (the C-LAN's IP) to the phone, then its life as a connection.
+async fn connect(
+    id: ConnectionId,
+    from: SocketAddr,
+    to: SocketAddr,
+    mut inbox: mpsc::UnboundedReceiver<Order>,
+    events: mpsc::Sender<SocketEvent>,
+    settings: Settings,
+) {
+    let socket = match open_from(from) {
+        Ok(socket) => socket,
+        Err(error) => {
+            tracing::debug!(connection = %id, %from, %error, "cannot open a socket to connect");
+            let _ = events.send(SocketEvent::ConnectFailed(id)).await;
+            return;
+        }
+    };
+    tokio::select! {
+        connected = socket.connect(to) => match connected {
+            Ok(stream) => {
+                if events.send(SocketEvent::Connected(id)).await.is_ok() {
+                    drive(id, stream, inbox, events, settings).await;
+                }
+            }
+            Err(error) => {
+                tracing::debug!(connection = %id, %to, %error, "connect failed");
+                let _ = events.send(SocketEvent::ConnectFailed(id)).await;
+            }
+        },
+        // The core gave up on it (timeout, unregistration): dropping the socket ends the
+        // connect.
+        _ = inbox.recv() => {}
+    }
+}
+
+/// A TCP socket bound to `from` (port 0), its port chosen only at connect time
+/// (`IP_BIND_ADDRESS_NO_PORT`), so thousands of connects from one C-LAN IP to different
+/// phones can share ports.
+fn open_from(from: SocketAddr) -> io::Result<tokio::net::TcpSocket> {
+    let socket = Socket::new(Domain::for_address(from), Type::STREAM, Some(Protocol::TCP))?;
+    #[cfg(target_os = "linux")]
+    bind_address_no_port(&socket);
+    socket.set_nonblocking(true)?;
+    socket.bind(&from.into())?;
+    Ok(tokio::net::TcpSocket::from_std_stream(socket.into()))
+}
+
+/// `IP_BIND_ADDRESS_NO_PORT`, best effort: without it each connect holds a port of the
+/// C-LAN's IP from bind on, which only matters past some 28,000 connects per C-LAN.
+#[cfg(target_os = "linux")]
+fn bind_address_no_port(socket: &Socket) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads `size_of::<c_int>()` octets from a live c_int.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_BIND_ADDRESS_NO_PORT,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// One connection's life: reads what the phone sends through a TPKT reader and reports it,
+/// writes what the core sends, and ends on the core's Close (reporting nothing) or when the
+/// phone's side ends it (reporting how).
+async fn drive(
+    id: ConnectionId,
+    mut stream: TcpStream,
+    mut inbox: mpsc::UnboundedReceiver<Order>,
+    events: mpsc::Sender<SocketEvent>,
+    settings: Settings,
+) {
+    keep_alive(&stream, settings.keepalive);
+    let mut reader = tpkt::Reader::new(settings.max_frame);
+    let mut buffer = [0u8; READ_OCTETS];
+    // After a bad frame nothing more is read; the core's Close follows.
+    let mut reading = true;
+    let ended = loop {
+        tokio::select! {
+            order = inbox.recv() => match order {
+                Some(Order::Send(payload)) => {
+                    if let Err(error) = stream.write_all(&payload).await {
+                        break Some(closing_of(&error));
+                    }
+                }
+                Some(Order::Close { reset: true }) => {
+                    reset(stream);
+                    return;
+                }
+                Some(Order::Close { reset: false }) | None => return,
+            },
+            read = stream.read(&mut buffer), if reading => match read {
+                Ok(0) => break Some(Closing::Fin),
+                Ok(n) => {
+                    let read = reader.read(&buffer[..n]);
+                    reading = read.is_ok();
+                    if events.send(SocketEvent::Read(id, read)).await.is_err() {
+                        return;
+                    }
+                }
+                Err(error) => break Some(closing_of(&error)),
+            },
+        }
+    };
+    if let Some(how) = ended {
+        let _ = events.send(SocketEvent::Closed(id, how)).await;
+    }
+}
+
+/// How a read or write error ended a socket.
+fn closing_of(error: &io::Error) -> Closing {
+    if error.raw_os_error() == Some(libc::ETIMEDOUT) {
+        Closing::KeepAlive
+    } else {
+        Closing::Reset
+    }
+}
