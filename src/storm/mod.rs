@@ -312,6 +312,31 @@ impl StormArgs {
         Ok(())
     }
 
+    /// Refuses, in socket mode, more phones in a storm process than `limit` open files
+    /// (`RLIMIT_NOFILE`, `None` when unknown) allow when the storm runs in `processes`.
+    fn check_open_files(&self, processes: usize, limit: Option<u64>) -> Result<(), StormError> {
+        let (true, Some(limit)) = (self.sockets, limit) else {
+            return Ok(());
+        };
+        let per_process = self.phones.div_ceil(processes.max(1)) as u64;
+        let needed = per_process + FILES_BESIDES_SOCKETS;
+        if needed <= limit {
+            return Ok(());
+        }
+        let advice = match limit.checked_sub(FILES_BESIDES_SOCKETS) {
+            Some(room) if room > 0 => format!(
+                "spread them with --processes {} or more",
+                (self.phones as u64).div_ceil(room)
+            ),
+            _ => "raise the limit (ulimit -n)".to_string(),
+        };
+        Err(StormError::Option(format!(
+            "--sockets: {per_process} phones in a storm process need {needed} open files (a TCP \
+             connection each, and {FILES_BESIDES_SOCKETS} for the rest), but this process may \
+             open {limit} (RLIMIT_NOFILE): {advice}"
+        )))
+    }
+
     /// Phone `i`: its address, the next of its region's block (127.R.1.1, 127.R.1.2, …,
     /// 250 to a block of 256), TTS by share, its extension.
     fn phones(&self) -> Vec<(Ipv4Addr, Phone, bool)> {
@@ -365,6 +390,42 @@ impl StormArgs {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// Open files a storm process needs besides its phones' TCP connections: the phones' port,
+/// the TTS listener, the runtime's, standard streams, the admin port's readers, and room
+/// for connections made while another closes.
+const FILES_BESIDES_SOCKETS: u64 = 64;
+
+/// Raises this process's soft limit of open files to its hard limit; the soft limit now in
+/// force (`None` when it cannot be read). Every storm process does it at start.
+fn raise_open_files() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit into `limit`, which lives across the call.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            // SAFETY: setrlimit reads one rlimit from `raised`, which lives across the call.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                limit = raised;
+            }
+        }
+        #[allow(clippy::useless_conversion)] // rlim_t is u64 on Linux, not everywhere
+        let soft = u64::try_from(limit.rlim_cur).unwrap_or(u64::MAX);
+        Some(soft)
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 fn admin_of(args: &StormArgs) -> Option<SocketAddr> {
@@ -468,6 +529,7 @@ fn sample_load(
 /// storm, as `examples/storm_in_process.rs` uses it).
 pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     args.check()?;
+    args.check_open_files(1, raise_open_files())?;
     let bound = phones::bind(args, Share::WHOLE).await?;
     let admin = admin_answering(args).await;
     let (sampler, samples) = sample_load(admin, Instant::now());
@@ -492,7 +554,9 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
 /// reports: what `rasgk storm` runs.
 pub async fn storm_spread(args: &StormArgs) -> Result<Report, StormError> {
     args.check()?;
-    match args.processes.unwrap_or(1) {
+    let processes = args.processes.unwrap_or(1);
+    args.check_open_files(processes, raise_open_files())?;
+    match processes {
         1 => storm(args).await,
         processes => storm_in_processes(args, processes).await,
     }
@@ -682,7 +746,24 @@ mod tests {
     }
 
     #[test]
-    fn an_accept_delay_without_sockets_is_refused() {
+    fn socket_mode_refuses_more_phones_a_process_than_its_open_files_allow_and_says_how_many_processes_fit(
+    ) {
+        let storm = args("--phones 40000 --tts-share 0.5 --regions 1,2,3 --sockets");
+        assert!(storm.check_open_files(3, Some(20_000)).is_ok());
+        let error = storm
+            .check_open_files(2, Some(20_000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("20000 phones in a storm process need 20064 open files")
+                && error.contains("--processes 3 or more"),
+            "{error}"
+        );
+        let counting = args("--phones 40000 --regions 1,2,3");
+        assert!(
+            counting.check_open_files(1, Some(64)).is_ok(),
+            "no sockets, no limit"
+        );
         let delayed = args("--phones 10 --accept-delay-ms 5");
         let error = delayed.check().unwrap_err().to_string();
         assert!(
