@@ -51,6 +51,9 @@ pub enum Answer {
     Rcf {
         /// `requestSeqNum`.
         seq: u16,
+        /// `callSignalAddress`'s first entry: in socket mode, the C-LAN's signalling address
+        /// (its IP and `signal_port`), where a non-TTS phone opens its TCP connection.
+        call_signal_address: Option<SocketAddr>,
         /// `endpointIdentifier`.
         endpoint_id: String,
         /// The AGL's RAS addresses in order.
@@ -133,11 +136,13 @@ impl Answer {
             }),
             Some(hot_confirm::Confirm::Rcf {
                 seq,
+                call_signal_address,
                 endpoint_id,
                 agl,
                 time_to_live_s,
             }) => Ok(Answer::Rcf {
                 seq,
+                call_signal_address,
                 endpoint_id: ras::utf16be_text(endpoint_id),
                 agl,
                 time_to_live_s,
@@ -160,6 +165,7 @@ impl Answer {
             },
             RasMessage::registrationConfirm(rcf) => Answer::Rcf {
                 seq,
+                call_signal_address: rcf.call_signal_address.first().and_then(socket_addr),
                 endpoint_id: ras::bmp_text(&rcf.endpoint_identifier.0),
                 agl: rcf
                     .alternate_gatekeeper

@@ -35,6 +35,9 @@ pub enum Confirm<'a> {
     Rcf {
         /// `requestSeqNum`.
         seq: u16,
+        /// `callSignalAddress`'s first entry: where the phone's call signalling goes (in
+        /// socket mode, the C-LAN's TCP listener).
+        call_signal_address: Option<SocketAddr>,
         /// `endpointIdentifier`, as its UTF-16BE octets.
         endpoint_id: &'a [u8],
         /// `alternateGatekeeper`'s RAS addresses, in order.
@@ -80,8 +83,10 @@ fn registration_confirm<'a>(r: &mut Reader<'a>) -> Option<Confirm<'a>> {
     }
     let seq = sequence_number(r)?;
     object_identifier(r, Walk::Check)?;
+    let mut call_signal_address = None;
     for _ in 0..r.unconstrained_length()? {
-        socket_address(r)?;
+        let address = socket_address(r)?;
+        call_signal_address = call_signal_address.or(Some(address));
     }
     if has_aliases {
         for _ in 0..r.unconstrained_length()? {
@@ -112,6 +117,7 @@ fn registration_confirm<'a>(r: &mut Reader<'a>) -> Option<Confirm<'a>> {
     }
     Some(Confirm::Rcf {
         seq,
+        call_signal_address,
         endpoint_id,
         agl,
         time_to_live_s,
@@ -148,9 +154,11 @@ mod tests {
     use super::super::{decode, socket_addr, RasMessage};
     use super::*;
 
-    /// Sequence number, GCF rasAddress, RCF endpoint id, AGL and TTL.
+    /// Sequence number, GCF rasAddress, RCF first callSignalAddress, endpoint id, AGL and
+    /// TTL.
     type Kept = (
         u16,
+        Option<SocketAddr>,
         Option<SocketAddr>,
         Vec<u8>,
         Vec<SocketAddr>,
@@ -163,6 +171,7 @@ mod tests {
             RasMessage::gatekeeperConfirm(gcf) => Some((
                 gcf.request_seq_num.0,
                 socket_addr(&gcf.ras_address),
+                None,
                 Vec::new(),
                 Vec::new(),
                 None,
@@ -170,6 +179,7 @@ mod tests {
             RasMessage::registrationConfirm(rcf) => Some((
                 rcf.request_seq_num.0,
                 None,
+                rcf.call_signal_address.first().and_then(socket_addr),
                 rcf.endpoint_identifier.0.to_bytes(),
                 rcf.alternate_gatekeeper
                     .iter()
@@ -185,16 +195,18 @@ mod tests {
     fn kept(confirm: &Confirm<'_>) -> Kept {
         match confirm {
             Confirm::Gcf { seq, ras_address } => {
-                (*seq, Some(*ras_address), Vec::new(), Vec::new(), None)
+                (*seq, Some(*ras_address), None, Vec::new(), Vec::new(), None)
             }
             Confirm::Rcf {
                 seq,
+                call_signal_address,
                 endpoint_id,
                 agl,
                 time_to_live_s,
             } => (
                 *seq,
                 None,
+                *call_signal_address,
                 endpoint_id.to_vec(),
                 agl.clone(),
                 *time_to_live_s,

@@ -2,7 +2,10 @@
 //! discovery address, RRQ at the C-LAN the GCF names, retransmissions on timeout with the
 //! same sequence number (as a real endpoint's RAS timer does, doubling the wait each time),
 //! simulated loss each way, keep-alives while the storm lasts, re-registration when the
-//! gatekeeper sends URQ, and an optional URQ at the end.
+//! gatekeeper sends URQ, and an optional URQ at the end. With `--sockets` the phone also
+//! keeps a TCP socket at the C-LAN for each registration ([`super::signalling`]): started at
+//! each full RCF, dropped when a gatekeeper-sent URQ ends the registration, noted and closed
+//! at the storm's end before any URQ.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -12,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::port::Line;
+use super::signalling::{self, PhoneSocket};
 use crate::pcap::Datagram;
 use crate::phone::{Answer, Phone};
 
@@ -64,6 +68,11 @@ pub(super) struct Outcome {
     pub calls: Vec<SocketAddr>,
     /// Calls refused, by reason (`"ARJ resourceUnavailable"`) — also in `rejects`.
     pub calls_refused: u64,
+    /// `callSignalAddress` of its last full RCF (in socket mode, its C-LAN's signalling
+    /// address).
+    pub call_signal_address: Option<SocketAddr>,
+    /// How its sockets went (socket mode).
+    pub sockets: signalling::Record,
 }
 
 /// A phone with its line on the storm's port, its loss generator and its record.
@@ -73,6 +82,8 @@ pub(super) struct Life<'a> {
     pub rng: ChaCha8Rng,
     pub plan: &'a Plan,
     pub outcome: Outcome,
+    /// Its signalling side, in socket mode.
+    pub socket: Option<PhoneSocket>,
     /// This phone's seed (also the first half of its call identifiers).
     seed: u64,
 }
@@ -92,6 +103,7 @@ impl<'a> Life<'a> {
             rng: ChaCha8Rng::seed_from_u64(seed),
             plan,
             outcome: Outcome::default(),
+            socket: None,
             seed,
         }
     }
@@ -224,6 +236,9 @@ impl<'a> Life<'a> {
         let ucf = self.phone.ucf(seq);
         self.send(from, &ucf).await;
         self.phone.endpoint_id = None;
+        if let Some(socket) = &mut self.socket {
+            socket.unregistered().await;
+        }
     }
 
     fn note_reject(&mut self, message: &str, reason: &str) {
@@ -257,13 +272,23 @@ impl<'a> Life<'a> {
             };
             let rrq = self.phone.rrq();
             match self.exchange(clan, &rrq).await {
-                Some(Answer::Rcf { .. }) => {
+                Some(Answer::Rcf {
+                    call_signal_address,
+                    ..
+                }) => {
+                    let now = Instant::now();
                     if !self.outcome.registered {
                         self.outcome.latency = Some(started.elapsed());
-                        self.outcome.registered_at = Some(Instant::now());
+                        self.outcome.registered_at = Some(now);
                     }
                     self.outcome.registered = true;
                     self.outcome.clan = Some(clan);
+                    self.outcome.call_signal_address = call_signal_address;
+                    if let Some(socket) = &mut self.socket {
+                        socket
+                            .registered(call_signal_address, now, self.plan.give_up)
+                            .await;
+                    }
                     return true;
                 }
                 Some(Answer::Rrj {
@@ -280,11 +305,12 @@ impl<'a> Life<'a> {
     }
 
     /// The whole life: register, then stay until the storm's end is set and reached
-    /// (keep-alives every half TTL, re-registering after a gatekeeper-sent URQ), and
-    /// unregister if asked. `registered` hears of the first registration (or the give-up).
+    /// (keep-alives every half TTL, re-registering after a gatekeeper-sent URQ), close its
+    /// socket, and unregister if asked. `registered` hears of the first registration (or the
+    /// give-up).
     pub async fn live(
         mut self,
-        mut end: tokio::sync::watch::Receiver<Option<Instant>>,
+        end: tokio::sync::watch::Receiver<Option<Instant>>,
         registered: tokio::sync::mpsc::UnboundedSender<bool>,
     ) -> Outcome {
         let started = Instant::now();
@@ -293,61 +319,15 @@ impl<'a> Life<'a> {
             self.place_calls().await;
         }
         let _ = registered.send(ok);
-        if !ok {
-            return self.outcome;
-        }
-        let mut ttl = Duration::from_secs(300);
-        loop {
-            let until = *end.borrow();
-            let now = Instant::now();
-            if until.is_some_and(|until| now >= until) {
-                break;
+        let stayed = ok && self.stay(started, end).await;
+        if let Some(mut socket) = self.socket.take() {
+            if !stayed {
+                // A registration lost on the way holds no socket at the end.
+                socket.unregistered().await;
             }
-            let next = now + ttl / 2;
-            let next = until.map_or(next, |until| next.min(until));
-            let heard = tokio::select! {
-                heard = self.receive(next) => heard,
-                changed = end.changed() => {
-                    if changed.is_err() {
-                        break; // the storm is gone
-                    }
-                    continue;
-                }
-            };
-            match heard {
-                Some((Answer::Urq { seq, agl }, from)) => {
-                    self.answer_urq(seq, from).await;
-                    if !self.register(started, agl).await {
-                        return self.outcome;
-                    }
-                }
-                Some(_) => {}
-                None if Instant::now() >= next && until.is_none_or(|u| next < u) => {
-                    // Half the TTL has passed: keep the registration alive.
-                    let (Some(clan), Some(rrq)) = (self.outcome.clan, self.phone.keep_alive())
-                    else {
-                        break;
-                    };
-                    match self.exchange(clan, &rrq).await {
-                        Some(Answer::Rcf { time_to_live_s, .. }) => {
-                            ttl = Duration::from_secs(u64::from(time_to_live_s.unwrap_or(300)));
-                        }
-                        Some(Answer::Urq { agl, .. }) => {
-                            if !self.register(started, agl).await {
-                                return self.outcome;
-                            }
-                        }
-                        _ => {
-                            if !self.register(started, Vec::new()).await {
-                                return self.outcome;
-                            }
-                        }
-                    }
-                }
-                None => {}
-            }
+            self.outcome.sockets = socket.end().await;
         }
-        if self.plan.unregister {
+        if stayed && self.plan.unregister {
             if let Some(clan) = self.outcome.clan {
                 let urq = self.phone.urq();
                 if let Some(Answer::Ucf { .. }) = self.exchange(clan, &urq).await {
@@ -356,5 +336,65 @@ impl<'a> Life<'a> {
             }
         }
         self.outcome
+    }
+
+    /// Stays registered until the storm's end is set and reached; false when a
+    /// re-registration failed (the phone is no longer registered).
+    async fn stay(
+        &mut self,
+        started: Instant,
+        mut end: tokio::sync::watch::Receiver<Option<Instant>>,
+    ) -> bool {
+        let mut ttl = Duration::from_secs(300);
+        loop {
+            let until = *end.borrow();
+            let now = Instant::now();
+            if until.is_some_and(|until| now >= until) {
+                return true;
+            }
+            let next = now + ttl / 2;
+            let next = until.map_or(next, |until| next.min(until));
+            let heard = tokio::select! {
+                heard = self.receive(next) => heard,
+                changed = end.changed() => {
+                    if changed.is_err() {
+                        return true; // the storm is gone
+                    }
+                    continue;
+                }
+            };
+            match heard {
+                Some((Answer::Urq { seq, agl }, from)) => {
+                    self.answer_urq(seq, from).await;
+                    if !self.register(started, agl).await {
+                        return false;
+                    }
+                }
+                Some(_) => {}
+                None if Instant::now() >= next && until.is_none_or(|u| next < u) => {
+                    // Half the TTL has passed: keep the registration alive.
+                    let (Some(clan), Some(rrq)) = (self.outcome.clan, self.phone.keep_alive())
+                    else {
+                        return true;
+                    };
+                    match self.exchange(clan, &rrq).await {
+                        Some(Answer::Rcf { time_to_live_s, .. }) => {
+                            ttl = Duration::from_secs(u64::from(time_to_live_s.unwrap_or(300)));
+                        }
+                        Some(Answer::Urq { agl, .. }) => {
+                            if !self.register(started, agl).await {
+                                return false;
+                            }
+                        }
+                        _ => {
+                            if !self.register(started, Vec::new()).await {
+                                return false;
+                            }
+                        }
+                    }
+                }
+                None => {}
+            }
+        }
     }
 }

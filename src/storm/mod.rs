@@ -10,6 +10,10 @@
 //! Every phone needs a socket, so an open file, and a process may have only so many: a storm
 //! larger than that runs in several processes ([`fleet`], each child a [`shard`]) whose
 //! tallies ([`tally`]) add up into the one report.
+//!
+//! With `--sockets` the phones also take part in the gatekeeper's socket mode
+//! ([`signalling`]): each registration is followed by a TCP socket at the C-LAN, and the
+//! report adds the time to service and the sockets as the phones hold them.
 
 mod fleet;
 mod life;
@@ -17,6 +21,7 @@ mod phones;
 mod port;
 pub mod report;
 mod shard;
+mod signalling;
 mod tally;
 
 use std::collections::BTreeMap;
@@ -30,7 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::phone::Phone;
 use fleet::Fleet;
-use report::{Latency, LoadSample, Report};
+use report::{InServiceSample, Latency, LoadSample, Report};
 use tally::Tally;
 
 /// `rasgk storm` options.
@@ -108,6 +113,24 @@ pub struct StormArgs {
     /// core, so more processes give the phones more of a machine's cores.
     #[arg(long, value_name = "N")]
     pub processes: Option<usize>,
+    /// Socket mode: after each RCF a phone gets a TCP socket at the C-LAN, in service when
+    /// the gatekeeper writes the empty TPKT frame (03 00 00 04) on it. A non-TTS phone
+    /// connects from its own IP to the RCF's callSignalAddress (a reset is "busy": it tries
+    /// again after a back-off of 50 ms doubling to 2 s, none started after --give-up-s); the
+    /// gatekeeper connects to a TTS phone's callSignalAddress (its IP, the port of this
+    /// process's listener on the loopback device). The gatekeeper must run with
+    /// `[gatekeeper] sockets = "tcp"`: in its count mode nothing listens on the C-LANs'
+    /// signalling addresses, so every non-TTS connection is refused. Each connection is an
+    /// open file: see --processes.
+    #[arg(long)]
+    #[serde(default)]
+    pub sockets: bool,
+    /// With --sockets, TTS phones are slow to accept: the listener sleeps this long before
+    /// each accept, so the gatekeeper's connections wait in its queue of 16 (and beyond it,
+    /// unanswered, in SYN-SENT).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    #[serde(default)]
+    pub accept_delay_ms: u64,
     /// Run as child I of N of a multi-process storm (the options come as JSON on standard
     /// input); for the storm's own use.
     #[arg(long, value_name = "I/N", hide = true)]
@@ -175,6 +198,11 @@ pub enum StormError {
     /// The phones' port (one UDP socket on the loopback device) cannot be opened.
     #[error("cannot open the phones' port (a UDP socket on the loopback device `lo`): {0}")]
     Port(std::io::Error),
+    /// The TTS phones' listener (one TCP socket on the loopback device) cannot be opened.
+    #[error(
+        "cannot open the TTS phones' listener (a TCP socket on the loopback device `lo`): {0}"
+    )]
+    Listener(std::io::Error),
     /// A child of a multi-process storm failed.
     #[error("storm process {shard}: {reason}")]
     Shard {
@@ -268,6 +296,9 @@ impl StormArgs {
                 from + others - 1
             ));
         }
+        if self.accept_delay_ms > 0 && !self.sockets {
+            return bad("--accept-delay-ms is for --sockets: without it nothing accepts".into());
+        }
         match self.processes {
             Some(0) => return bad("--processes must be at least 1".into()),
             Some(n) if n > self.phones => {
@@ -279,6 +310,31 @@ impl StormArgs {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Refuses, in socket mode, more phones in a storm process than `limit` open files
+    /// (`RLIMIT_NOFILE`, `None` when unknown) allow when the storm runs in `processes`.
+    fn check_open_files(&self, processes: usize, limit: Option<u64>) -> Result<(), StormError> {
+        let (true, Some(limit)) = (self.sockets, limit) else {
+            return Ok(());
+        };
+        let per_process = self.phones.div_ceil(processes.max(1)) as u64;
+        let needed = per_process + FILES_BESIDES_SOCKETS;
+        if needed <= limit {
+            return Ok(());
+        }
+        let advice = match limit.checked_sub(FILES_BESIDES_SOCKETS) {
+            Some(room) if room > 0 => format!(
+                "spread them with --processes {} or more",
+                (self.phones as u64).div_ceil(room)
+            ),
+            _ => "raise the limit (ulimit -n)".to_string(),
+        };
+        Err(StormError::Option(format!(
+            "--sockets: {per_process} phones in a storm process need {needed} open files (a TCP \
+             connection each, and {FILES_BESIDES_SOCKETS} for the rest), but this process may \
+             open {limit} (RLIMIT_NOFILE): {advice}"
+        )))
     }
 
     /// Phone `i`: its address, the next of its region's block (127.R.1.1, 127.R.1.2, …,
@@ -334,6 +390,42 @@ impl StormArgs {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// Open files a storm process needs besides its phones' TCP connections: the phones' port,
+/// the TTS listener, the runtime's, standard streams, the admin port's readers, and room
+/// for connections made while another closes.
+const FILES_BESIDES_SOCKETS: u64 = 64;
+
+/// Raises this process's soft limit of open files to its hard limit; the soft limit now in
+/// force (`None` when it cannot be read). Every storm process does it at start.
+fn raise_open_files() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit into `limit`, which lives across the call.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            return None;
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            // SAFETY: setrlimit reads one rlimit from `raised`, which lives across the call.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                limit = raised;
+            }
+        }
+        #[allow(clippy::useless_conversion)] // rlim_t is u64 on Linux, not everywhere
+        let soft = u64::try_from(limit.rlim_cur).unwrap_or(u64::MAX);
+        Some(soft)
+    }
+    #[cfg(not(unix))]
+    None
 }
 
 fn admin_of(args: &StormArgs) -> Option<SocketAddr> {
@@ -437,6 +529,7 @@ fn sample_load(
 /// storm, as `examples/storm_in_process.rs` uses it).
 pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     args.check()?;
+    args.check_open_files(1, raise_open_files())?;
     let bound = phones::bind(args, Share::WHOLE).await?;
     let admin = admin_answering(args).await;
     let (sampler, samples) = sample_load(admin, Instant::now());
@@ -461,7 +554,9 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
 /// reports: what `rasgk storm` runs.
 pub async fn storm_spread(args: &StormArgs) -> Result<Report, StormError> {
     args.check()?;
-    match args.processes.unwrap_or(1) {
+    let processes = args.processes.unwrap_or(1);
+    args.check_open_files(processes, raise_open_files())?;
+    match processes {
         1 => storm(args).await,
         processes => storm_in_processes(args, processes).await,
     }
@@ -505,7 +600,28 @@ async fn finish(
         Some((clans, regions)) => (clans, regions, "admin"),
         None => (tally.phone_clans.clone(), BTreeMap::new(), "phones"),
     };
+    let [tts_service, non_tts_service, all_service] = tally.service_histograms();
+    let in_service = tally
+        .sockets_in_service_per_100ms
+        .iter()
+        .enumerate()
+        .map(|(slot, &sockets)| InServiceSample {
+            t: slot as f64 / 10.0,
+            sockets,
+        })
+        .collect();
     let report = Report {
+        sockets: args.sockets,
+        time_to_service_ms: Latency::of(&all_service),
+        tts_time_to_service_ms: Latency::of(&tts_service),
+        non_tts_time_to_service_ms: Latency::of(&non_tts_service),
+        time_to_service_count: tally.non_tts_service_us.len() + tally.tts_service_us.len(),
+        phones_without_socket: tally.phones_without_socket(),
+        connections_rejected: tally.connections_rejected,
+        sockets_closed_by_gatekeeper: tally.sockets_closed_by_gatekeeper,
+        tts_connections_accepted: tally.tts_connections_accepted,
+        tts_connections_closed: tally.tts_connections_closed,
+        in_service,
         phones: tally.phones,
         processes,
         registered: tally.registered,
@@ -533,6 +649,8 @@ async fn finish(
         rejected: tally.rejected,
         registered_at: tally.registered_at,
         calls_per_node: tally.calls_per_node,
+        sockets_held: tally.sockets_held,
+        socket_errors: tally.socket_errors,
     };
     if let Some(dir) = &args.report_dir {
         let write = |name: &str, text: String| {
@@ -625,5 +743,174 @@ mod tests {
             error.contains("84667 phones per region do not fit in 127.R.1.1 to 127.R.254.250"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn socket_mode_refuses_more_phones_a_process_than_its_open_files_allow_and_says_how_many_processes_fit(
+    ) {
+        let storm = args("--phones 40000 --tts-share 0.5 --regions 1,2,3 --sockets");
+        assert!(storm.check_open_files(3, Some(20_000)).is_ok());
+        let error = storm
+            .check_open_files(2, Some(20_000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("20000 phones in a storm process need 20064 open files")
+                && error.contains("--processes 3 or more"),
+            "{error}"
+        );
+        let counting = args("--phones 40000 --regions 1,2,3");
+        assert!(
+            counting.check_open_files(1, Some(64)).is_ok(),
+            "no sockets, no limit"
+        );
+        let delayed = args("--phones 10 --accept-delay-ms 5");
+        let error = delayed.check().unwrap_err().to_string();
+        assert!(
+            error.contains("--accept-delay-ms is for --sockets"),
+            "{error}"
+        );
+    }
+
+    /// A fake gatekeeper for a socket-mode storm: answers GRQ with a GCF naming itself and
+    /// RRQ with an RCF naming `clan` as callSignalAddress, and after each full RCF connects
+    /// from the C-LAN's IP to the phone's callSignalAddress (as to a TTS phone; a non-TTS
+    /// phone's listener closes it) and writes the empty TPKT frame. `clan` resets each
+    /// phone's first connection and puts its second in service.
+    async fn fake_gatekeeper(ras: tokio::net::UdpSocket, clan: tokio::net::TcpListener) {
+        use crate::ras::hot_reply::{self, RcfParts};
+        use crate::ras::reply::{EndpointId, GatekeeperId};
+        use crate::ras::RasMessage;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let signal_address = clan.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut seen = std::collections::HashSet::new();
+            while let Ok((mut stream, from)) = clan.accept().await {
+                if seen.insert(from.ip()) {
+                    let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+                    continue; // dropped: reset
+                }
+                tokio::spawn(async move {
+                    let _ = stream.write_all(&signalling::SERVICE_FRAME).await;
+                    let _ = stream.read(&mut [0u8; 16]).await; // held until the phone closes
+                });
+            }
+        });
+        let gatekeeper = GatekeeperId::new("fake").unwrap();
+        let own = ras.local_addr().unwrap();
+        let mut buffer = [0u8; 2048];
+        let mut endpoints = 0u32;
+        loop {
+            let Ok((len, from)) = ras.recv_from(&mut buffer).await else {
+                return;
+            };
+            let Ok(message) = crate::ras::decode(&buffer[..len]) else {
+                continue;
+            };
+            let seq = crate::ras::request_seq_num(&message);
+            let mut out = Vec::new();
+            match message {
+                RasMessage::gatekeeperRequest(_) => {
+                    hot_reply::gatekeeper_confirm(&mut out, seq, gatekeeper.octets(), own);
+                }
+                RasMessage::registrationRequest(rrq) => {
+                    endpoints += 1;
+                    let endpoint = EndpointId::new(&format!("EP{endpoints}")).unwrap();
+                    let endpoint = endpoint.asn().0.to_bytes();
+                    hot_reply::registration_confirm(
+                        &mut out,
+                        &RcfParts {
+                            request_seq_num: seq,
+                            gatekeeper_id: gatekeeper.octets(),
+                            endpoint_id: &endpoint,
+                            call_signal_address: &[signal_address],
+                            aliases: &[],
+                            time_to_live_s: Some(300),
+                            agl: None,
+                        },
+                    );
+                    let phone = rrq
+                        .call_signal_address
+                        .first()
+                        .and_then(crate::ras::socket_addr);
+                    if let (None | Some(false), Some(phone)) = (rrq.keep_alive, phone) {
+                        tokio::spawn(async move {
+                            let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                            socket
+                                .bind(SocketAddr::new(signal_address.ip(), 0))
+                                .unwrap();
+                            let Ok(mut stream) = socket.connect(phone).await else {
+                                return;
+                            };
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                            let _ = stream.write_all(&signalling::SERVICE_FRAME).await;
+                            let _ = stream.read(&mut [0u8; 16]).await;
+                        });
+                    }
+                }
+                RasMessage::unregistrationRequest(_) => {
+                    out = crate::ras::encode(&crate::ras::reply::unregistration_confirm(seq))
+                        .unwrap();
+                }
+                _ => continue,
+            }
+            let _ = ras.send_to(&out, from).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_socket_mode_storm_holds_a_socket_a_phone_and_reports_them() {
+        let ras = tokio::net::UdpSocket::bind("127.0.9.20:0").await.unwrap();
+        let target = ras.local_addr().unwrap();
+        let clan = tokio::net::TcpListener::bind("127.0.9.21:0").await.unwrap();
+        let signal_address = clan.local_addr().unwrap();
+        let gatekeeper = tokio::spawn(fake_gatekeeper(ras, clan));
+        let storm_args = args(&format!(
+            "--target {target} --admin 127.0.9.20:9 --phones 6 --tts-share 0.5 --regions 19 \
+             --sockets --give-up-s 20 --duration 1.5 --timeout-ms 500 --unregister"
+        ));
+        let report = tokio::time::timeout(Duration::from_secs(60), storm(&storm_args))
+            .await
+            .expect("the storm ends")
+            .unwrap();
+        gatekeeper.abort();
+        eprint!("{}", report.table());
+        assert_eq!(report.registered, 6, "{}", report.table());
+        assert!(report.sockets);
+        assert_eq!(
+            report.sockets_held,
+            [(signal_address.to_string(), 6)].into(),
+            "non-TTS phones at the C-LAN they connected to, TTS ones named by its IP: {}",
+            report.table()
+        );
+        assert_eq!(report.phones_without_socket, 0);
+        assert_eq!(
+            report.connections_rejected, 3,
+            "each non-TTS phone reset once"
+        );
+        assert_eq!(report.sockets_closed_by_gatekeeper, 0);
+        assert_eq!(report.tts_connections_accepted, 3);
+        assert_eq!(
+            report.tts_connections_closed, 3,
+            "those made to non-TTS phones"
+        );
+        assert_eq!(report.time_to_service_count, 6);
+        assert!(report.tts_time_to_service_ms.p50 >= 20.0, "{report:?}");
+        assert!(
+            report.non_tts_time_to_service_ms.p50 >= 25.0,
+            "a back-off: {report:?}"
+        );
+        assert!(
+            report.socket_errors.is_empty(),
+            "{:?}",
+            report.socket_errors
+        );
+        let most = report.in_service.iter().map(|s| s.sockets).max();
+        assert_eq!(most, Some(6), "{:?}", report.in_service);
+        assert!(report
+            .table()
+            .contains("3 connections rejected busy or refused"));
+        assert_eq!(report.unregistered, 6);
     }
 }

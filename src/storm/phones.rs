@@ -1,23 +1,43 @@
 //! The phones of one storm process: give each its line on the process's port (all before
 //! the first GRQ, so a multi-process storm can start every process at one instant), live
-//! their lives as one task each, and add up how it went ([`Tally`]).
+//! their lives as one task each, and add up how it went ([`Tally`]). With `--sockets` the
+//! process also opens the TTS phones' listener, names it in every phone's
+//! `callSignalAddress`, and samples the sockets its phones hold in service every 100 ms.
 
 use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
 use super::life::{wall_time, Life, Plan};
 use super::port::{Line, Port, Router};
+use super::signalling::{Acceptor, Gauge, Listener, PhoneSocket, Way};
 use super::tally::Tally;
 use super::{Share, StormArgs, StormError};
 use crate::phone::Phone;
 
+/// One phone ready to start.
+struct Ready {
+    /// Its place in the whole storm.
+    index: usize,
+    phone: Phone,
+    tts: bool,
+    line: Line,
+    /// How it gets its socket (socket mode).
+    way: Option<Way>,
+}
+
 /// This process's phones with their lines, not started.
 pub(super) struct Bound {
-    /// Global phone index, the phone, TTS or not, its line.
-    phones: Vec<(usize, Phone, bool, Line)>,
+    phones: Vec<Ready>,
     /// What feeds the lines.
     router: Router,
+    /// What feeds the TTS phones' inboxes (socket mode).
+    acceptor: Option<Acceptor>,
 }
 
 impl Bound {
@@ -39,15 +59,77 @@ pub(super) async fn bind(args: &StormArgs, share: Share) -> Result<Bound, StormE
     }
     let port = Port::open().map_err(StormError::Port)?;
     let (router, lines) = port.lines(ips);
+    let (acceptor, mut ways, signal_port) = if args.sockets {
+        let listener = Listener::open().map_err(StormError::Listener)?;
+        let signal_port = listener.port();
+        let tts_ips = phones.iter().zip(&lines).filter(|((_, _, tts), _)| *tts);
+        let tts_ips = tts_ips.filter_map(|(_, line)| match line.local_addr().ip() {
+            IpAddr::V4(ip) => Some(ip),
+            IpAddr::V6(_) => None,
+        });
+        let (acceptor, inboxes) = listener.inboxes(tts_ips);
+        (Some(acceptor), inboxes.into_iter(), Some(signal_port))
+    } else {
+        (None, Vec::new().into_iter(), None)
+    };
     let phones = phones
         .into_iter()
         .zip(lines)
         .map(|((index, mut phone, tts), line)| {
             phone.ras_address = line.local_addr();
-            (index, phone, tts, line)
+            let way = signal_port.map(|port| {
+                // Every phone names the listener, so RRQs are alike; only TTS phones take
+                // connections there.
+                phone.call_signal_address = SocketAddr::new(line.local_addr().ip(), port);
+                match tts.then(|| ways.next()).flatten() {
+                    Some(inbox) => Way::Accept(inbox),
+                    None => Way::Connect,
+                }
+            });
+            Ready {
+                index,
+                phone,
+                tts,
+                line,
+                way,
+            }
         })
         .collect();
-    Ok(Bound { phones, router })
+    Ok(Bound {
+        phones,
+        router,
+        acceptor,
+    })
+}
+
+/// Samples `gauge` every 100 ms from `started` on, one slot each 100 ms (a slot the runtime
+/// was too busy to sample repeats the one before), until aborted.
+fn sample_in_service(
+    gauge: Gauge,
+    started: Instant,
+) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<u64>>>) {
+    let slots = Arc::new(Mutex::new(Vec::new()));
+    let sampler = {
+        let slots = slots.clone();
+        tokio::spawn(async move {
+            let every = Duration::from_millis(100);
+            loop {
+                let slot = (started.elapsed().as_millis() / every.as_millis()) as usize;
+                if let Ok(mut slots) = slots.lock() {
+                    if slots.len() > slot {
+                        slots[slot] = gauge.now();
+                    } else {
+                        let last = slots.last().copied().unwrap_or(0);
+                        slots.resize(slot, last);
+                        slots.push(gauge.now());
+                    }
+                }
+                let next = started + every * (slot as u32 + 1);
+                tokio::time::sleep_until(next.into()).await;
+            }
+        })
+    };
+    (sampler, slots)
 }
 
 /// Starts every phone now; `registered(n)` hears the running count of registered phones.
@@ -83,7 +165,24 @@ pub(super) async fn live<T>(
     let (registered_tx, mut registered_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = tokio::task::JoinSet::new();
     let router = tokio::spawn(bound.router.run());
-    for (index, phone, tts, line) in bound.phones {
+    let accepted = bound.acceptor.as_ref().map(Acceptor::counts);
+    let accept_delay = Duration::from_millis(args.accept_delay_ms);
+    let acceptor = bound
+        .acceptor
+        .map(|acceptor| tokio::spawn(acceptor.run(accept_delay)));
+    let gauge = Gauge::default();
+    let sampler = args
+        .sockets
+        .then(|| sample_in_service(gauge.clone(), started));
+    for ready in bound.phones {
+        let Ready {
+            index,
+            phone,
+            tts,
+            line,
+            way,
+        } = ready;
+        let gauge = gauge.clone();
         let plan = plan.clone();
         let end = end_rx.clone();
         let registered = registered_tx.clone();
@@ -96,9 +195,14 @@ pub(super) async fn live<T>(
         let seed = args.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         tasks.spawn(async move {
             tokio::time::sleep(arrival).await;
-            let outcome = Life::new(phone, line, seed, &plan)
-                .live(end, registered)
-                .await;
+            let own = phone.ras_address.ip();
+            let mut life = Life::new(phone, line, seed, &plan);
+            if let Some(way) = way {
+                // The back-off's jitter comes from the phone's own generator.
+                let rng = ChaCha8Rng::from_rng(&mut life.rng);
+                life.socket = Some(PhoneSocket::new(own, way, gauge, rng));
+            }
+            let outcome = life.live(end, registered).await;
             (index, tts, outcome)
         });
     }
@@ -126,6 +230,16 @@ pub(super) async fn live<T>(
         }
     }
     router.abort();
+    if let Some(acceptor) = acceptor {
+        acceptor.abort();
+    }
+    let in_service = match sampler {
+        Some((sampler, slots)) => {
+            sampler.abort();
+            slots.lock().map(|s| s.clone()).unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
     outcomes.sort_by_key(|(index, ..)| *index);
     let outcomes: Vec<_> = outcomes
         .into_iter()
@@ -135,7 +249,13 @@ pub(super) async fn live<T>(
         let datagrams = record.lock().map(|r| r.clone()).unwrap_or_default();
         write_record(path, datagrams)?;
     }
-    Ok((Tally::of(&outcomes, started, started_wall), held))
+    let mut tally = Tally::of(&outcomes, started, started_wall);
+    tally.sockets_in_service_per_100ms = in_service;
+    if let Some(accepted) = accepted {
+        tally.tts_connections_accepted = accepted.handed.load(Ordering::Relaxed);
+        tally.tts_connections_closed = accepted.closed.load(Ordering::Relaxed);
+    }
+    Ok((tally, held))
 }
 
 /// Writes datagrams into a pcap at `path`, in time order.

@@ -1,7 +1,9 @@
 //! A storm's report: registrations per second, RAS latency percentiles (an HDR histogram),
 //! rejects by reason, retransmissions, and the final socket load per C-LAN and per region —
 //! as a table for people, one JSON object for scripts, and an SVG chart of the load per
-//! C-LAN over time.
+//! C-LAN over time. With `--sockets` it adds the time to service (RCF to the empty TPKT
+//! frame), the sockets per C-LAN as the phones hold them, what turned connections away, and
+//! the sockets the phones held in service over time (a series of its own in the chart).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -44,6 +46,15 @@ pub struct LoadSample {
     pub t: f64,
     /// Sockets per C-LAN.
     pub clans: BTreeMap<String, u64>,
+}
+
+/// Sockets the phones held in service, at one time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InServiceSample {
+    /// Seconds since the first GRQ (the start of a 100-ms slot).
+    pub t: f64,
+    /// Sockets in service, summed over the storm's processes.
+    pub sockets: u64,
 }
 
 /// Everything a storm measured.
@@ -99,6 +110,37 @@ pub struct Report {
     pub seed: u64,
     /// The simulated loss, each way.
     pub loss: f64,
+    /// Whether the phones took part in socket mode (`--sockets`); the fields below are
+    /// empty or 0 without it.
+    pub sockets: bool,
+    /// RCF to the empty TPKT frame that puts the socket in service, once per registration
+    /// that got a socket, all phones.
+    pub time_to_service_ms: Latency,
+    /// The same, TTS phones (the gatekeeper connected to them).
+    pub tts_time_to_service_ms: Latency,
+    /// The same, non-TTS phones (they connected to the C-LAN).
+    pub non_tts_time_to_service_ms: Latency,
+    /// How many times to service were measured.
+    pub time_to_service_count: usize,
+    /// Sockets in service per C-LAN signalling address (`"ip:port"`) as the phones held them
+    /// at the end (a TTS socket's C-LAN is named by its IP alone when no RCF named a
+    /// signalling address of that IP).
+    pub sockets_held: BTreeMap<String, u64>,
+    /// Phones (registered or not) that held no socket in service at the end.
+    pub phones_without_socket: usize,
+    /// Non-TTS connection attempts turned away before service: rejected busy or refused
+    /// (reset, refused, ended or timed out before the TPKT frame).
+    pub connections_rejected: u64,
+    /// Sockets in service the gatekeeper closed (FIN or RST) while the phone was registered.
+    pub sockets_closed_by_gatekeeper: u64,
+    /// Connections the TTS phones' listeners accepted and handed to a TTS phone.
+    pub tts_connections_accepted: u64,
+    /// Connections the listeners accepted and closed at once (to no TTS phone's address).
+    pub tts_connections_closed: u64,
+    /// Other socket failures, by what the system said.
+    pub socket_errors: BTreeMap<String, u64>,
+    /// Sockets the phones held in service over time, every 100 ms.
+    pub in_service: Vec<InServiceSample>,
 }
 
 impl Report {
@@ -169,6 +211,9 @@ impl Report {
                 );
             }
         }
+        if self.sockets {
+            self.socket_table(&mut out);
+        }
         let _ = writeln!(out, "sockets per C-LAN ({}):", self.clans_source);
         let width = self.clans.keys().map(String::len).max().unwrap_or(4);
         let most = self.clans.values().copied().max().unwrap_or(0).max(1);
@@ -185,7 +230,49 @@ impl Report {
         out
     }
 
-    /// An SVG line chart of the sockets per C-LAN over time.
+    /// The socket-mode lines of the table.
+    fn socket_table(&self, out: &mut String) {
+        let held: u64 = self.sockets_held.values().sum();
+        let _ = writeln!(
+            out,
+            "sockets (--sockets): {held} held by the phones at the end, {} phones without; {} \
+             connections rejected busy or refused, {} closed by the gatekeeper; {} TTS \
+             connections accepted, {} to no TTS phone",
+            self.phones_without_socket,
+            self.connections_rejected,
+            self.sockets_closed_by_gatekeeper,
+            self.tts_connections_accepted,
+            self.tts_connections_closed,
+        );
+        let line = |l: &Latency| {
+            format!(
+                "p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}",
+                l.p50, l.p90, l.p99, l.max
+            )
+        };
+        let _ = writeln!(
+            out,
+            "time to service ms ({} measured): all {}",
+            self.time_to_service_count,
+            line(&self.time_to_service_ms)
+        );
+        let _ = writeln!(out, "  TTS      {}", line(&self.tts_time_to_service_ms));
+        let _ = writeln!(out, "  non-TTS  {}", line(&self.non_tts_time_to_service_ms));
+        if !self.socket_errors.is_empty() {
+            let _ = writeln!(out, "socket errors:");
+            for (error, n) in &self.socket_errors {
+                let _ = writeln!(out, "  {n:>6}  {error}");
+            }
+        }
+        let _ = writeln!(out, "sockets per C-LAN (held by the phones):");
+        let width = self.sockets_held.keys().map(String::len).max().unwrap_or(4);
+        for (clan, sockets) in &self.sockets_held {
+            let _ = writeln!(out, "  {clan:<width$}  {sockets:>6}");
+        }
+    }
+
+    /// An SVG line chart of the sockets per C-LAN over time (from the admin port), and in
+    /// socket mode of the sockets the phones held in service.
     pub fn svg(&self) -> String {
         let (width, height, margin) = (800.0, 400.0, 50.0);
         let t_max = self
@@ -193,6 +280,7 @@ impl Report {
             .last()
             .map(|s| s.t)
             .unwrap_or(0.0)
+            .max(self.in_service.last().map_or(0.0, |s| s.t))
             .max(self.registration_s)
             .max(0.001);
         let y_max = self
@@ -200,6 +288,7 @@ impl Report {
             .iter()
             .flat_map(|s| s.clans.values())
             .chain(self.clans.values())
+            .chain(self.in_service.iter().map(|s| &s.sockets))
             .copied()
             .max()
             .unwrap_or(1)
@@ -262,6 +351,25 @@ impl Report {
                 margin + 16.0 * i as f64,
                 escape(clan),
                 self.clans[clan]
+            );
+        }
+        if !self.in_service.is_empty() {
+            let points: Vec<String> = self
+                .in_service
+                .iter()
+                .map(|s| format!("{:.1},{:.1}", x(s.t), y(s.sockets as f64)))
+                .collect();
+            let _ = writeln!(
+                out,
+                r#"<polyline fill="none" stroke="black" stroke-width="2" stroke-dasharray="6 3" points="{}"><title>in service, held by the phones</title></polyline>"#,
+                points.join(" ")
+            );
+            let _ = writeln!(
+                out,
+                r#"<text x="{}" y="{}">in service, held by the phones ({})</text>"#,
+                width - margin + 4.0 - 120.0,
+                margin + 16.0 * self.clans.len() as f64,
+                self.sockets_held.values().sum::<u64>()
             );
         }
         out.push_str("</svg>\n");

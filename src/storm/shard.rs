@@ -74,6 +74,8 @@ async fn shard(share: Share) -> Result<Tally, String> {
     let args: StormArgs = serde_json::from_str(&options)
         .map_err(|error| format!("the storm's options are not JSON StormArgs: {error}"))?;
     args.check().map_err(|error| error.to_string())?;
+    args.check_open_files(share.count, super::raise_open_files())
+        .map_err(|error| error.to_string())?;
     let bound = phones::bind(&args, share)
         .await
         .map_err(|error| error.to_string())?;

@@ -1,8 +1,11 @@
 //! What the phones of one storm process did, in a form that adds up: counts, the phones' raw
 //! latencies, and wall-clock times (instants do not cross processes). A multi-process storm's
 //! children each send theirs to the parent as JSON; the parent adds them and reports once.
+//! The socket-mode figures (`--sockets`) add up the same way; the sockets the phones held
+//! in service over time add up per 100-ms slot of the wall clock.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -42,6 +45,31 @@ pub struct Tally {
     pub calls_refused: u64,
     /// ACFs per `destCallSignalAddress`.
     pub calls_per_node: BTreeMap<String, u64>,
+    /// Non-TTS phones' times to service (RCF to the empty TPKT frame), microseconds.
+    pub non_tts_service_us: Vec<u64>,
+    /// TTS phones' times to service, microseconds.
+    pub tts_service_us: Vec<u64>,
+    /// Sockets in service the phones held at the end, per C-LAN signalling address
+    /// (`"ip:port"`; a TTS socket's C-LAN named by its IP alone when no RCF named a
+    /// signalling address of that IP).
+    pub sockets_held: BTreeMap<String, u64>,
+    /// The C-LAN signalling addresses the phones' RCFs named (`callSignalAddress`), to name
+    /// a TTS socket's C-LAN from the IP it came from.
+    pub signal_addresses: BTreeSet<String>,
+    /// Non-TTS connection attempts turned away before service (reset, refused, ended, timed
+    /// out).
+    pub connections_rejected: u64,
+    /// Sockets in service the gatekeeper closed while the phone was registered.
+    pub sockets_closed_by_gatekeeper: u64,
+    /// Other socket failures, by what the system said.
+    pub socket_errors: BTreeMap<String, u64>,
+    /// Connections the TTS phones' listener took and handed to a TTS phone.
+    pub tts_connections_accepted: u64,
+    /// Connections the listener took and closed at once: to no TTS phone's address.
+    pub tts_connections_closed: u64,
+    /// Sockets the phones held in service, one sample a 100-ms slot from
+    /// `first_grq_unix_us`.
+    pub sockets_in_service_per_100ms: Vec<u64>,
 }
 
 fn micros(duration: Duration) -> u64 {
@@ -94,8 +122,77 @@ impl Tally {
             tally.unregistered += usize::from(outcome.unregistered);
             tally.calls += outcome.calls.len() as u64;
             tally.calls_refused += outcome.calls_refused;
+            if let Some(address) = outcome.call_signal_address {
+                tally.signal_addresses.insert(address.to_string());
+            }
+            let sockets = &outcome.sockets;
+            let service: Vec<u64> = sockets
+                .times_to_service
+                .iter()
+                .map(|&t| micros(t))
+                .collect();
+            if *tts {
+                tally.tts_service_us.extend(service);
+            } else {
+                tally.non_tts_service_us.extend(service);
+            }
+            if let Some(peer) = sockets.held_at_end {
+                // A TTS socket comes from the C-LAN's IP and any port: named by the IP
+                // until resolved.
+                let key = if *tts {
+                    peer.ip().to_string()
+                } else {
+                    peer.to_string()
+                };
+                *tally.sockets_held.entry(key).or_insert(0) += 1;
+            }
+            tally.connections_rejected += sockets.rejected;
+            tally.sockets_closed_by_gatekeeper += sockets.closed_by_gatekeeper;
+            for error in &sockets.errors {
+                *tally.socket_errors.entry(error.clone()).or_insert(0) += 1;
+            }
         }
+        tally.name_sockets_by_signal_address();
         tally
+    }
+
+    /// Renames the sockets held that are named by an IP alone with the one signalling
+    /// address of that IP an RCF named, when there is exactly one.
+    fn name_sockets_by_signal_address(&mut self) {
+        let known: Vec<SocketAddr> = self
+            .signal_addresses
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        let by_ip: Vec<(String, u64)> = self
+            .sockets_held
+            .iter()
+            .filter(|(key, _)| key.parse::<IpAddr>().is_ok())
+            .map(|(key, n)| (key.clone(), *n))
+            .collect();
+        for (ip, n) in by_ip {
+            let mut of_ip = known.iter().filter(|a| a.ip().to_string() == ip);
+            if let (Some(address), None) = (of_ip.next(), of_ip.next()) {
+                self.sockets_held.remove(&ip);
+                *self.sockets_held.entry(address.to_string()).or_insert(0) += n;
+            }
+        }
+    }
+
+    /// Phones that held no socket in service at the end (registered or not).
+    pub fn phones_without_socket(&self) -> usize {
+        let held: u64 = self.sockets_held.values().sum();
+        self.phones
+            .saturating_sub(usize::try_from(held).unwrap_or(usize::MAX))
+    }
+
+    /// Times to service of TTS, non-TTS, and all phones, as HDR histograms of microseconds.
+    pub fn service_histograms(&self) -> [hdrhistogram::Histogram<u64>; 3] {
+        let tts = histogram_of(&self.tts_service_us);
+        let non_tts = histogram_of(&self.non_tts_service_us);
+        let mut all = tts.clone();
+        let _ = all.add(&non_tts);
+        [tts, non_tts, all]
     }
 
     /// Adds another process's tally: counts summed, latencies pooled, the earliest first GRQ
@@ -106,6 +203,14 @@ impl Tally {
         } else {
             self.first_grq_unix_us.min(other.first_grq_unix_us)
         };
+        let in_service = add_slots(
+            (
+                std::mem::take(&mut self.sockets_in_service_per_100ms),
+                self.first_grq_unix_us,
+            ),
+            (other.sockets_in_service_per_100ms, other.first_grq_unix_us),
+            first,
+        );
         self.phones += other.phones;
         self.registered += other.registered;
         add_counts(&mut self.rejected, other.rejected);
@@ -124,6 +229,17 @@ impl Tally {
         self.calls += other.calls;
         self.calls_refused += other.calls_refused;
         add_counts(&mut self.calls_per_node, other.calls_per_node);
+        self.non_tts_service_us.extend(other.non_tts_service_us);
+        self.tts_service_us.extend(other.tts_service_us);
+        add_counts(&mut self.sockets_held, other.sockets_held);
+        self.signal_addresses.extend(other.signal_addresses);
+        self.connections_rejected += other.connections_rejected;
+        self.sockets_closed_by_gatekeeper += other.sockets_closed_by_gatekeeper;
+        add_counts(&mut self.socket_errors, other.socket_errors);
+        self.tts_connections_accepted += other.tts_connections_accepted;
+        self.tts_connections_closed += other.tts_connections_closed;
+        self.sockets_in_service_per_100ms = in_service;
+        self.name_sockets_by_signal_address();
     }
 
     /// From the first GRQ to the last first RCF, seconds (0 when nobody registered).
@@ -135,12 +251,41 @@ impl Tally {
 
     /// The latencies as an HDR histogram of microseconds.
     pub fn histogram(&self) -> hdrhistogram::Histogram<u64> {
-        let mut histogram = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant digits");
-        for &latency in &self.latencies_us {
-            let _ = histogram.record(latency);
-        }
-        histogram
+        histogram_of(&self.latencies_us)
     }
+}
+
+/// An HDR histogram of microseconds.
+fn histogram_of(values_us: &[u64]) -> hdrhistogram::Histogram<u64> {
+    let mut histogram = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant digits");
+    for &value in values_us {
+        let _ = histogram.record(value);
+    }
+    histogram
+}
+
+/// Microseconds in a slot of the sockets in service.
+const SLOT_US: u64 = 100_000;
+
+/// Two series of 100-ms slots, each from its own start (microseconds since the epoch), added
+/// slot by slot of the wall clock into one from `first` (the earlier start). Each slot goes
+/// to the nearest slot of the sum; a series is 0 where it has no sample.
+fn add_slots(a: (Vec<u64>, u64), b: (Vec<u64>, u64), first: u64) -> Vec<u64> {
+    let offset = |start: u64| (start.saturating_sub(first) + SLOT_US / 2) / SLOT_US;
+    let mut sum: Vec<u64> = Vec::new();
+    for (series, start) in [a, b] {
+        let offset = usize::try_from(offset(start)).unwrap_or(usize::MAX);
+        if series.is_empty() {
+            continue;
+        }
+        if sum.len() < offset + series.len() {
+            sum.resize(offset + series.len(), 0);
+        }
+        for (slot, n) in series.into_iter().enumerate() {
+            sum[offset + slot] += n;
+        }
+    }
+    sum
 }
 
 #[cfg(test)]
@@ -173,6 +318,41 @@ mod tests {
         assert_eq!(sum.rejected["GRJ resourceUnavailable"], 3);
         assert_eq!(sum.histogram().len(), 3);
         assert_eq!(sum.histogram().max(), 30);
+    }
+
+    #[test]
+    fn sockets_in_service_add_up_per_slot_of_the_wall_clock() {
+        let mut sum = Tally::default();
+        let mut one = tally(1_000_000, None, &[]);
+        one.sockets_in_service_per_100ms = vec![0, 2, 4];
+        let mut two = tally(1_200_000, None, &[]);
+        two.sockets_in_service_per_100ms = vec![1, 1, 3];
+        sum.add(one);
+        sum.add(two);
+        assert_eq!(sum.sockets_in_service_per_100ms, vec![0, 2, 5, 1, 3]);
+    }
+
+    #[test]
+    fn tts_sockets_are_named_by_the_signalling_address_of_their_ip() {
+        let mut one = Tally {
+            phones: 3,
+            sockets_held: [("127.0.30.11".to_string(), 2)].into(),
+            ..Tally::default()
+        };
+        let two = Tally {
+            phones: 2,
+            sockets_held: [("127.0.30.11:1720".to_string(), 1)].into(),
+            signal_addresses: ["127.0.30.11:1720".to_string()].into(),
+            ..Tally::default()
+        };
+        one.name_sockets_by_signal_address();
+        assert_eq!(one.sockets_held["127.0.30.11"], 2, "no address known yet");
+        one.add(two);
+        assert_eq!(
+            one.sockets_held,
+            [("127.0.30.11:1720".to_string(), 3)].into()
+        );
+        assert_eq!(one.phones_without_socket(), 2);
     }
 
     #[test]
