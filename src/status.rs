@@ -206,6 +206,18 @@ pub fn render(clans: &[ClanView], regions: &[RegionView]) -> String {
                 bar(clan.sockets, clan.reserved, clan.max_sockets, 20),
                 percent,
             );
+            if clan.established + clan.setups + clan.queued > 0 {
+                let _ = writeln!(
+                    out,
+                    "  {:<name_width$}  tcp {}  established {}  setting up {}  queued {}",
+                    "",
+                    clan.signal_address
+                        .map_or_else(String::new, |a| a.to_string()),
+                    clan.established,
+                    clan.setups,
+                    clan.queued,
+                );
+            }
         }
     }
     let sockets: u32 = clans.iter().map(|c| c.sockets).sum();

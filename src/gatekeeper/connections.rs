@@ -50,6 +50,11 @@ impl Gatekeeper {
         }
     }
 
+    /// Socket mode's counters.
+    pub fn socket_stats(&self) -> &super::SocketStats {
+        &self.signalling.stats
+    }
+
     /// Counts a connection the glue refused by itself (out of file descriptors).
     pub fn refused(&mut self, reason: Refusal) {
         self.signalling.refuse(reason);

@@ -8,8 +8,11 @@
 use std::fmt::Write as _;
 
 use crate::config::Limits;
+use crate::gatekeeper::stats::LatencyHistogram;
 use crate::gatekeeper::stats::{BadDatagram, LATENCY_BOUNDS_US};
-use crate::gatekeeper::{ClanView, Counts, Gatekeeper, Stats, TrunkView};
+use crate::gatekeeper::{
+    ClanView, Closing, Counts, Gatekeeper, Refusal, SocketStats, Stats, TrunkView,
+};
 use crate::ras::MessageKind;
 
 /// A per-C-LAN gauge: name, help, how to read it.
@@ -23,6 +26,8 @@ pub(crate) struct Figures {
     trunks: Vec<TrunkView>,
     call_hops: u64,
     limits: Limits,
+    sockets: SocketStats,
+    max_setups_per_clan: u32,
 }
 
 impl Figures {
@@ -34,7 +39,79 @@ impl Figures {
             trunks: gatekeeper.trunks(),
             call_hops: gatekeeper.call_hops_total(),
             limits: gatekeeper.config().limits,
+            sockets: gatekeeper.socket_stats().clone(),
+            max_setups_per_clan: gatekeeper.config().gatekeeper.max_setups_per_clan,
         }
+    }
+
+    /// Socket mode: connections refused and closed by reason, establishments, octets and
+    /// frames read, time to service.
+    fn render_sockets(&self, out: &mut String) {
+        let s = &self.sockets;
+        let name = "rasgk_connections_refused_total";
+        header(
+            out,
+            name,
+            "Signalling connections refused (reset) at once, by reason.",
+            "counter",
+        );
+        for reason in Refusal::ALL {
+            let value = s.refused.get(&reason).copied().unwrap_or(0);
+            let _ = writeln!(out, "{name}{{reason=\"{}\"}} {value}", reason.name());
+        }
+        let name = "rasgk_sockets_closed_total";
+        header(
+            out,
+            name,
+            "Signalling sockets and TTS set-ups that ended, by reason.",
+            "counter",
+        );
+        for reason in Closing::ALL {
+            let value = s.closed.get(&reason).copied().unwrap_or(0);
+            let _ = writeln!(out, "{name}{{reason=\"{}\"}} {value}", reason.name());
+        }
+        for (name, help, value) in [
+            (
+                "rasgk_sockets_established_total",
+                "Signalling sockets established.",
+                s.established,
+            ),
+            (
+                "rasgk_tts_connects_total",
+                "TTS connects the gatekeeper started.",
+                s.connects,
+            ),
+            (
+                "rasgk_signal_octets_total",
+                "Octets phones sent on their signalling sockets.",
+                s.octets,
+            ),
+            (
+                "rasgk_signal_frames_total",
+                "TPKT frames phones sent on their signalling sockets.",
+                s.frames,
+            ),
+        ] {
+            header(out, name, help, "counter");
+            let _ = writeln!(out, "{name} {value}");
+        }
+        let name = "rasgk_max_setups_per_clan";
+        header(
+            out,
+            name,
+            "Socket establishments allowed at once per C-LAN.",
+            "gauge",
+        );
+        let _ = writeln!(out, "{name} {}", self.max_setups_per_clan);
+        let name = "rasgk_time_to_service_seconds";
+        header(
+            out,
+            name,
+            "From the RCF to the phone's established signalling socket, TTS and not.",
+            "histogram",
+        );
+        histogram(out, name, "tts=\"true\",", &s.time_to_service_tts);
+        histogram(out, name, "tts=\"false\",", &s.time_to_service_other);
     }
 
     /// Bad datagrams by kind, and what `[limits]` held back, with the limits themselves.
@@ -168,10 +245,27 @@ impl Figures {
                 }
             )
         };
-        let gauges: [Gauge; 4] = [
-            ("rasgk_clan_sockets", "Sockets in use on a C-LAN.", |c| {
-                c.sockets.into()
-            }),
+        let gauges: [Gauge; 7] = [
+            (
+                "rasgk_clan_sockets",
+                "Sockets in use on a C-LAN (socket mode: places of registered phones).",
+                |c| c.sockets.into(),
+            ),
+            (
+                "rasgk_clan_established",
+                "Socket mode: established signalling sockets on a C-LAN.",
+                |c| c.established.into(),
+            ),
+            (
+                "rasgk_clan_setups",
+                "Socket mode: socket establishments in progress on a C-LAN.",
+                |c| c.setups.into(),
+            ),
+            (
+                "rasgk_clan_setups_queued",
+                "Socket mode: TTS set-ups waiting for a free establishment slot on a C-LAN.",
+                |c| c.queued.into(),
+            ),
             ("rasgk_clan_reserved", "GCF reservations on a C-LAN.", |c| {
                 c.reserved.into()
             }),
@@ -316,6 +410,7 @@ impl Figures {
         }
         self.render_guard(&mut out);
         self.render_trunks(&mut out);
+        self.render_sockets(&mut out);
         let name = "rasgk_registration_latency_seconds";
         header(
             &mut out,
@@ -323,18 +418,39 @@ impl Figures {
             "From the GRQ that reserved a place to the RCF of the RRQ that used it.",
             "histogram",
         );
-        let histogram = &self.stats.registration_latency;
-        let mut cumulative = 0;
-        for (bound, count) in LATENCY_BOUNDS_US.iter().zip(&histogram.buckets) {
-            cumulative += count;
-            let le = *bound as f64 / 1e6;
-            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
-        }
-        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {}", histogram.count);
-        let _ = writeln!(out, "{name}_sum {}", histogram.sum_us as f64 / 1e6);
-        let _ = writeln!(out, "{name}_count {}", histogram.count);
+        histogram(&mut out, name, "", &self.stats.registration_latency);
         out
     }
+}
+
+/// A histogram's series; `labels` go before `le` (each ending in a comma).
+fn histogram(out: &mut String, name: &str, labels: &str, histogram: &LatencyHistogram) {
+    let mut cumulative = 0;
+    for (bound, count) in LATENCY_BOUNDS_US.iter().zip(&histogram.buckets) {
+        cumulative += count;
+        let le = *bound as f64 / 1e6;
+        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"{le}\"}} {cumulative}");
+    }
+    let _ = writeln!(
+        out,
+        "{name}_bucket{{{labels}le=\"+Inf\"}} {}",
+        histogram.count
+    );
+    let plain = labels.trim_end_matches(',');
+    let braces = |text: &str| {
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!("{{{text}}}")
+        }
+    };
+    let _ = writeln!(
+        out,
+        "{name}_sum{} {}",
+        braces(plain),
+        histogram.sum_us as f64 / 1e6
+    );
+    let _ = writeln!(out, "{name}_count{} {}", braces(plain), histogram.count);
 }
 
 fn header(out: &mut String, name: &str, help: &str, kind: &str) {

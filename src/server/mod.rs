@@ -42,7 +42,7 @@ use crate::gatekeeper::{
 use crate::ras::Alias;
 
 pub use admin::AdminError;
-pub use sockets::bind_udp;
+pub use sockets::{bind_udp, raise_open_file_limit};
 pub use state_file::{StateFile, StateFileError};
 
 use crate::gatekeeper::state::{Restored, State};

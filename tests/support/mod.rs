@@ -4,4 +4,5 @@ pub mod browser;
 pub mod captures;
 pub mod messages;
 pub mod server;
+pub mod tcp;
 pub mod tshark;

@@ -1,0 +1,461 @@
+//! Socket mode in the core, in virtual time (rules: "Socket mode"): connection events go in
+//! as values, commands come out, no socket is opened. Attribution, the cap against racing
+//! connections, at most `max_setups_per_clan` establishments per C-LAN, TTS set-ups and
+//! their failures, the life of a socket, and time to service.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use rasgk::config;
+use rasgk::gatekeeper::{ClanView, Closing, Command, ConnectionId, Gatekeeper, Refusal};
+use rasgk::phone::{Answer, Phone};
+use rasgk::tpkt;
+
+const DISCOVERY: &str = "127.0.0.1:1719";
+
+/// Two C-LANs of region 1 (caps 4 and 3), one of region 2; every knob of socket mode set.
+fn topology(setup_ms: u32, extra: &str) -> String {
+    format!(
+        r#"
+        [gatekeeper]
+        sockets = "tcp"
+        seed = 1
+        setup_ms = {setup_ms}
+        setup_timeout_ms = 500
+        {extra}
+
+        [[region]]
+        id = 1
+        networks = ["127.1.0.0/16"]
+        [[region]]
+        id = 2
+        networks = ["127.2.0.0/16"]
+        [[link]]
+        regions = [1, 2]
+        kind = "direct"
+
+        [[clan]]
+        name = "a"
+        region = 1
+        address = "127.0.1.1:1719"
+        max_sockets = 4
+        [[clan]]
+        name = "b"
+        region = 1
+        address = "127.0.1.2:1719"
+        max_sockets = 3
+        [[clan]]
+        name = "c"
+        region = 2
+        address = "127.0.2.1:1719"
+        signal_port = 2720
+        priority = 2
+
+        [[tts]]
+        aliases = ["5*"]
+    "#
+    )
+}
+
+fn addr(text: &str) -> SocketAddr {
+    text.parse().unwrap()
+}
+
+struct Lab {
+    gatekeeper: Gatekeeper,
+    start: Instant,
+    now: Instant,
+}
+
+impl Lab {
+    fn new(toml: &str) -> Lab {
+        let config = config::from_toml(toml, "socket-mode.toml").unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        Lab {
+            gatekeeper: Gatekeeper::new(config).unwrap(),
+            start,
+            now: start,
+        }
+    }
+
+    /// Moves the clock to `ms` after the start and runs what is due.
+    fn at_ms(&mut self, ms: u64) {
+        self.now = self.start + Duration::from_millis(ms);
+        let _ = self.gatekeeper.handle_timeout(self.now);
+    }
+
+    fn ask(&mut self, local: SocketAddr, phone: &mut Phone, datagram: &[u8]) -> Answer {
+        let out = self
+            .gatekeeper
+            .handle(self.now, local, phone.ras_address, datagram);
+        assert_eq!(out.len(), 1, "one reply expected, got {out:?}");
+        let answer = Answer::read(&out[0].payload).unwrap();
+        phone.learn(&answer);
+        answer
+    }
+
+    /// GRQ, RRQ where the GCF says; the RCF's callSignalAddress.
+    fn register(&mut self, phone: &mut Phone) -> SocketAddr {
+        let grq = phone.grq();
+        let clan = match self.ask(addr(DISCOVERY), phone, &grq) {
+            Answer::Gcf {
+                ras_address: Some(clan),
+                ..
+            } => clan,
+            other => panic!("expected GCF, got {other:?}"),
+        };
+        let rrq = phone.rrq();
+        match self.ask(clan, phone, &rrq) {
+            Answer::Rcf {
+                call_signal_address: Some(address),
+                ..
+            } => address,
+            other => panic!("expected RCF, got {other:?}"),
+        }
+    }
+
+    fn clan(&self, name: &str) -> ClanView {
+        self.gatekeeper
+            .clans()
+            .into_iter()
+            .find(|c| c.name == name)
+            .unwrap()
+    }
+
+    /// (places, established, setups, queued) of a C-LAN.
+    fn sockets(&self, name: &str) -> (u32, u32, u32, u32) {
+        let c = self.clan(name);
+        (c.sockets, c.established, c.setups, c.queued)
+    }
+
+    fn accept(&mut self, local: SocketAddr, phone: &Phone) -> Result<ConnectionId, Refusal> {
+        let from = SocketAddr::new(phone.ras_address.ip(), 40_000);
+        self.gatekeeper.accept(self.now, local, from)
+    }
+
+    fn commands(&mut self) -> Vec<Command> {
+        self.gatekeeper.take_commands()
+    }
+}
+
+fn phone(region: u8, n: u8, extension: u32) -> Phone {
+    Phone::extension(extension, addr(&format!("127.{region}.0.{n}:1719")))
+}
+
+fn sends_empty_frame(commands: &[Command], id: ConnectionId) -> bool {
+    commands.iter().any(|c| {
+        matches!(c, Command::Send { id: to, payload } if *to == id && payload[..] == tpkt::EMPTY)
+    })
+}
+
+#[test]
+fn a_non_tts_phone_connects_where_its_rcf_says_and_its_place_becomes_a_socket() {
+    let mut lab = Lab::new(&topology(0, ""));
+    let mut p = phone(1, 1, 6001);
+    let signal = lab.register(&mut p);
+    assert_eq!(
+        signal,
+        addr("127.0.1.1:1720"),
+        "the C-LAN's signalling address"
+    );
+    assert_eq!(lab.sockets("a"), (1, 0, 0, 0), "a place, no socket yet");
+    let registration = &lab.gatekeeper.registrations()[0];
+    assert_eq!(registration.socket.name(), "waiting");
+
+    // A stranger's connection is refused and holds nothing.
+    let stranger = phone(1, 99, 9999);
+    assert_eq!(lab.accept(signal, &stranger), Err(Refusal::Stranger));
+    // The phone's connection on the wrong C-LAN belongs to nobody there.
+    assert_eq!(
+        lab.accept(addr("127.0.1.2:1720"), &p),
+        Err(Refusal::Stranger)
+    );
+
+    let id = lab.accept(signal, &p).expect("the phone's connection");
+    assert!(sends_empty_frame(&lab.commands(), id), "in service at once");
+    assert_eq!(lab.sockets("a"), (1, 1, 0, 0));
+    assert_eq!(
+        lab.gatekeeper.registrations()[0].socket.name(),
+        "established"
+    );
+    // A second connection of the same phone: nobody waits for it.
+    assert_eq!(lab.accept(signal, &p), Err(Refusal::Stranger));
+    let stats = lab.gatekeeper.socket_stats();
+    assert_eq!(stats.refused[&Refusal::Stranger], 3);
+    assert_eq!(stats.time_to_service_other.count, 1);
+}
+
+#[test]
+fn count_mode_refuses_connections_and_names_the_clan_in_its_rcf_too() {
+    let toml = topology(0, "").replace("sockets = \"tcp\"", "sockets = \"count\"");
+    let mut lab = Lab::new(&toml);
+    let mut p = phone(1, 1, 6001);
+    assert_eq!(lab.register(&mut p), addr("127.0.1.1:1720"));
+    assert_eq!(lab.sockets("a"), (1, 0, 0, 0));
+    assert_eq!(lab.gatekeeper.registrations()[0].socket.name(), "counted");
+    assert_eq!(
+        lab.accept(addr("127.0.1.1:1720"), &p),
+        Err(Refusal::CountMode)
+    );
+    assert!(lab.commands().is_empty());
+}
+
+#[test]
+fn the_sixth_establishment_on_a_clan_is_refused_busy_until_one_completes() {
+    let toml = topology(20, "")
+        .replace("max_sockets = 4", "max_sockets = 40")
+        .replace(
+            "max_sockets = 3",
+            "max_sockets = 3\n        in_service = false",
+        );
+    let mut lab = Lab::new(&toml);
+    let mut phones: Vec<Phone> = (1..=7).map(|n| phone(1, n, 6000 + u32::from(n))).collect();
+    for p in &mut phones {
+        assert_eq!(lab.register(p), addr("127.0.1.1:1720"));
+    }
+    let signal = addr("127.0.1.1:1720");
+    let ids: Vec<_> = phones[..5]
+        .iter()
+        .map(|p| lab.accept(signal, p).expect("room for five"))
+        .collect();
+    assert_eq!(lab.accept(signal, &phones[5]), Err(Refusal::Busy));
+    assert_eq!(lab.sockets("a"), (7, 0, 5, 0));
+    lab.at_ms(19);
+    assert_eq!(lab.sockets("a").1, 0, "setup_ms not over");
+    lab.at_ms(20);
+    assert_eq!(lab.sockets("a"), (7, 5, 0, 0));
+    let commands = lab.commands();
+    assert!(ids.iter().all(|&id| sends_empty_frame(&commands, id)));
+    // The refused phone retries and gets its socket.
+    lab.accept(signal, &phones[5])
+        .expect("a slot is free again");
+    lab.accept(signal, &phones[6]).expect("and another");
+    lab.at_ms(40);
+    assert_eq!(lab.sockets("a"), (7, 7, 0, 0));
+    let stats = lab.gatekeeper.socket_stats();
+    assert_eq!(stats.refused[&Refusal::Busy], 1);
+    assert_eq!(stats.time_to_service_other.count, 7);
+}
+
+#[test]
+fn phones_behind_one_ip_are_matched_in_registration_order() {
+    let toml = topology(0, "").replace(
+        "max_sockets = 3",
+        "max_sockets = 3\n        in_service = false",
+    );
+    let mut lab = Lab::new(&toml);
+    // Three phones behind one NAT address, told apart by their RAS ports.
+    let mut phones: Vec<Phone> = (0..3)
+        .map(|i| Phone::extension(6001 + i, addr(&format!("127.1.0.7:{}", 2000 + i))))
+        .collect();
+    for p in &mut phones {
+        lab.register(p);
+    }
+    let signal = addr("127.0.1.1:1720");
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(lab.accept(signal, &phones[0]).expect("one of them waits"));
+    }
+    assert_eq!(lab.accept(signal, &phones[0]), Err(Refusal::Stranger));
+    let states: Vec<&str> = lab
+        .gatekeeper
+        .registrations()
+        .iter()
+        .map(|r| r.socket.name())
+        .collect();
+    assert_eq!(states, ["established"; 3]);
+    // The first connection is the oldest registration's: closing it frees that one.
+    lab.gatekeeper.closed(lab.now, ids[0], Closing::Fin);
+    let first = &lab.gatekeeper.registrations()[0];
+    assert_eq!((first.socket.name(), first.clan.as_deref()), ("none", None));
+}
+
+#[test]
+fn a_closed_socket_frees_its_place_at_once_and_the_phone_reconnects_only_with_room() {
+    let mut lab = Lab::new(&topology(0, ""));
+    let signal = addr("127.0.1.1:1720");
+    let mut first = phone(1, 1, 6001);
+    lab.register(&mut first);
+    let id = lab.accept(signal, &first).unwrap();
+    lab.gatekeeper.closed(lab.now, id, Closing::Reset);
+    assert_eq!(lab.sockets("a"), (0, 0, 0, 0));
+    assert_eq!(lab.gatekeeper.registrations().len(), 1, "still registered");
+    // Others fill clan a (cap 4) and b (cap 3) in the meantime.
+    let mut others: Vec<Phone> = (2..=8).map(|n| phone(1, n, 6000 + u32::from(n))).collect();
+    for p in &mut others {
+        lab.register(p);
+    }
+    assert_eq!(lab.clan("a").sockets, 4);
+    assert_eq!(lab.accept(signal, &first), Err(Refusal::NoRoom));
+    assert!(lab.clan("a").sockets <= lab.clan("a").max_sockets);
+    // One of clan a's phones leaves: room again.
+    let on_a = lab
+        .gatekeeper
+        .registrations()
+        .into_iter()
+        .find(|r| r.clan.as_deref() == Some("a"))
+        .expect("a phone on a");
+    let leaving = others
+        .iter_mut()
+        .find(|p| p.ras_address == on_a.ras_address)
+        .expect("one of the others");
+    let urq = leaving.urq();
+    let answer = lab.ask(addr("127.0.1.1:1719"), leaving, &urq);
+    assert!(matches!(answer, Answer::Ucf { .. }), "{answer:?}");
+    lab.accept(signal, &first).expect("room again");
+    let stats = lab.gatekeeper.socket_stats();
+    assert_eq!(stats.closed[&Closing::Reset], 1);
+    assert_eq!(stats.refused[&Refusal::NoRoom], 1);
+}
+
+#[test]
+fn tts_set_ups_run_five_at_a_time_per_clan_and_the_rest_wait_in_order() {
+    let toml = topology(0, "")
+        .replace("max_sockets = 4", "max_sockets = 40")
+        .replace("max_sockets = 3", "max_sockets = 40");
+    let mut lab = Lab::new(&toml);
+    let mut phones: Vec<Phone> = (1..=14).map(|n| phone(1, n, 5000 + u32::from(n))).collect();
+    for p in &mut phones {
+        lab.register(p);
+    }
+    let connects: Vec<(ConnectionId, std::net::IpAddr, SocketAddr)> = lab
+        .commands()
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::Connect { id, from, to } => Some((id, from, to)),
+            _ => None,
+        })
+        .collect();
+    // Balanced over a and b (§4: least loaded), five in flight on each, the rest queued.
+    assert_eq!(connects.len(), 10);
+    assert_eq!(lab.sockets("a"), (7, 0, 5, 2));
+    assert_eq!(lab.sockets("b"), (7, 0, 5, 2));
+    assert!(connects
+        .iter()
+        .all(|(_, from, to)| from.to_string().starts_with("127.0.1.")
+            && to.ip().to_string().starts_with("127.1.0.")
+            && to.port() == 1720));
+    // Connected ones establish; the queued ones start as slots free.
+    for &(id, ..) in &connects {
+        lab.gatekeeper.connected(lab.now, id);
+    }
+    let next: Vec<Command> = lab.commands();
+    assert_eq!(
+        next.iter()
+            .filter(|c| matches!(c, Command::Connect { .. }))
+            .count(),
+        4
+    );
+    assert_eq!(lab.sockets("a"), (7, 5, 2, 0));
+    let stats = lab.gatekeeper.socket_stats();
+    assert_eq!(stats.time_to_service_tts.count, 10);
+    assert_eq!(stats.connects, 14);
+}
+
+#[test]
+fn a_refused_or_timed_out_tts_connect_moves_to_the_next_candidate_then_backs_off() {
+    let mut lab = Lab::new(&topology(0, ""));
+    let mut p = phone(1, 1, 5001);
+    lab.register(&mut p);
+    let first = match lab.commands().as_slice() {
+        [Command::Connect { id, from, .. }] => (*id, *from),
+        other => panic!("one connect expected, got {other:?}"),
+    };
+    lab.gatekeeper.connect_failed(lab.now, first.0);
+    let second = match lab.commands().as_slice() {
+        [Command::Connect { id, from, .. }] => (*id, *from),
+        other => panic!("the next candidate expected, got {other:?}"),
+    };
+    assert_ne!(first.1, second.1, "another C-LAN");
+    // The second one times out (setup_timeout_ms 500): closed, and the third candidate.
+    lab.at_ms(500);
+    let commands = lab.commands();
+    assert!(commands.contains(&Command::Close {
+        id: second.0,
+        reset: true
+    }));
+    let third = commands
+        .iter()
+        .find_map(|c| match c {
+            Command::Connect { id, from, .. } => Some((*id, *from)),
+            _ => None,
+        })
+        .expect("region 2's C-LAN is in its AGL too");
+    assert_eq!(third.1.to_string(), "127.0.2.1");
+    lab.gatekeeper.connect_failed(lab.now, third.0);
+    // Every candidate failed: no place held anywhere, a later round.
+    assert!(lab.commands().is_empty());
+    assert_eq!(
+        lab.gatekeeper
+            .clans()
+            .iter()
+            .map(|c| c.sockets)
+            .sum::<u32>(),
+        0
+    );
+    lab.at_ms(1_499);
+    assert!(lab.commands().is_empty());
+    lab.at_ms(1_500);
+    assert!(matches!(
+        lab.commands().as_slice(),
+        [Command::Connect { .. }]
+    ));
+    let stats = lab.gatekeeper.socket_stats();
+    assert_eq!(stats.closed[&Closing::ConnectFailed], 2);
+    assert_eq!(stats.closed[&Closing::ConnectTimedOut], 1);
+}
+
+#[test]
+fn unregistration_and_a_clan_out_of_service_close_the_sockets() {
+    let mut lab = Lab::new(&topology(0, ""));
+    let signal = addr("127.0.1.1:1720");
+    let mut phones: Vec<Phone> = (1..=3).map(|n| phone(1, n, 6000 + u32::from(n))).collect();
+    let mut ids = Vec::new();
+    for p in &mut phones {
+        if lab.register(p) == signal {
+            ids.push(lab.accept(signal, p).unwrap());
+        }
+    }
+    lab.commands();
+    let a = lab.gatekeeper.clan_by_name("a").unwrap();
+    let urqs = lab.gatekeeper.set_in_service(lab.now, a, false);
+    assert_eq!(urqs.len(), ids.len(), "each of its phones gets a URQ");
+    let commands = lab.commands();
+    for id in &ids {
+        assert!(commands.contains(&Command::Close {
+            id: *id,
+            reset: false
+        }));
+    }
+    assert_eq!(lab.sockets("a"), (0, 0, 0, 0));
+    // Their connections are gone: a late close from the phone changes nothing.
+    lab.gatekeeper.closed(lab.now, ids[0], Closing::Fin);
+    assert_eq!(
+        lab.gatekeeper.socket_stats().closed[&Closing::ClanOutOfService],
+        ids.len() as u64
+    );
+}
+
+#[test]
+fn a_bad_frame_closes_the_socket_and_the_phone_stays_registered() {
+    let mut lab = Lab::new(&topology(0, "[limits]\nmax_frame_octets = 64"));
+    let mut p = phone(1, 1, 6001);
+    let signal = lab.register(&mut p);
+    let id = lab.accept(signal, &p).unwrap();
+    lab.commands();
+    let mut reader = tpkt::Reader::new(64);
+    let good = reader.read(&tpkt::EMPTY);
+    lab.gatekeeper.received(lab.now, id, good);
+    let bad = reader.read(&[3, 0, 1, 0]);
+    assert!(bad.is_err());
+    lab.gatekeeper.received(lab.now, id, bad);
+    assert_eq!(lab.commands(), [Command::Close { id, reset: true }]);
+    assert_eq!(lab.sockets("a"), (0, 0, 0, 0));
+    assert_eq!(lab.gatekeeper.registrations().len(), 1);
+    let stats = lab.gatekeeper.socket_stats();
+    // The bad piece is not counted as read.
+    assert_eq!((stats.octets, stats.frames), (4, 1));
+    assert_eq!(stats.closed[&Closing::Frame], 1);
+    // It may connect again.
+    lab.accept(signal, &p).expect("reconnects");
+}
