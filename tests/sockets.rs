@@ -127,7 +127,7 @@ fn os_and_admin(served: &Served) -> (BTreeMap<String, u64>, BTreeMap<String, u64
     for _ in 0..50 {
         let before = clans(served);
         let ips: Vec<Ipv4Addr> = before.iter().map(|c| c.1).collect();
-        let os = tcp::count_by_local_ip(&ips, ESTABLISHED);
+        let os = tcp::count_by_local_ip_steady(&ips, ESTABLISHED);
         let after = clans(served);
         if before == after {
             let admin = after.iter().map(|c| (c.0.clone(), c.2)).collect();
@@ -265,23 +265,31 @@ fn slow_accepting_tts_phones_never_see_more_than_five_attempts_per_clan() {
     let net = 43;
     let phones = 240;
     let mut served = serve(net, "setup_timeout_ms = 2000");
-    let child = storm(
+    let mut child = storm(
         net,
         phones,
         "1",
-        &["--accept-delay-ms", "5", "--duration", "2"],
+        &["--accept-delay-ms", "5", "--duration", "8"],
     );
     let ips: Vec<Ipv4Addr> = clans(&served).iter().map(|c| c.1).collect();
     let deadline = Instant::now() + Duration::from_secs(120);
+    let mut most_established = 0;
     let mut most_syn_sent = 0;
     loop {
-        let syn_sent = tcp::count_by_local_ip(&ips, SYN_SENT);
+        let syn_sent = tcp::count_by_local_ip_steady(&ips, SYN_SENT);
         let worst = syn_sent.values().copied().max().unwrap_or(0);
         most_syn_sent = most_syn_sent.max(worst);
-        assert!(
-            worst <= 5,
-            "connects in flight from one C-LAN: {syn_sent:?}"
-        );
+        if worst > 5 {
+            let detail: Vec<String> = tcp::sockets()
+                .into_iter()
+                .filter(|(local, _, st)| *st == SYN_SENT && ips.contains(local.ip()))
+                .map(|(l, r, _)| format!("{l} -> {r}"))
+                .collect();
+            panic!(
+                "connects in flight from one C-LAN: {syn_sent:?}\n{detail:#?}\n{:?}",
+                clans(&served)
+            );
+        }
         let metrics = support::server::http_get(served.admin, "/metrics")
             .unwrap()
             .1;
@@ -292,17 +300,22 @@ fn slow_accepting_tts_phones_never_see_more_than_five_attempts_per_clan() {
             let value: u64 = line.rsplit(' ').next().unwrap().parse().unwrap();
             assert!(value <= 5, "{line}");
         }
-        if established_total(&served) == phones as u64 {
+        most_established = most_established.max(established_total(&served));
+        if child.try_wait().unwrap().is_some() {
             break;
         }
-        assert!(
-            Instant::now() < deadline,
-            "not every TTS phone got its socket"
-        );
+        assert!(Instant::now() < deadline, "the storm did not end");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let report = report(child, Duration::from_secs(120));
+    let report = report(child, Duration::from_secs(10));
     assert_eq!(report["registered"], phones);
+    // Every TTS phone got its socket in the end, as the phones and the gatekeeper saw it.
+    assert_eq!(report["phones_without_socket"], 0);
+    assert_eq!(
+        report["tts_connections_accepted"].as_u64().unwrap() >= phones as u64,
+        true
+    );
+    assert_eq!(most_established, phones as u64);
     eprintln!(
         "most connects in SYN-SENT from one C-LAN: {most_syn_sent}; time to service {}",
         report["tts_time_to_service_ms"]
@@ -524,10 +537,10 @@ fn out_of_descriptors_the_gatekeeper_refuses_connections_and_keeps_serving_ras()
     let net = 45;
     let config = config_on(net, "");
     let admin: SocketAddr = format!("127.0.{net}.1:7000").parse().unwrap();
-    // A hard limit of 96 descriptors: some 60 go to RAS sockets, listeners and the admin
-    // port, the rest to phones' sockets.
+    // A hard limit of 128 descriptors: some 45 go to RAS sockets, listeners and the admin
+    // port, 64 are kept free of phones' sockets, and the rest go to phones.
     let script = format!(
-        "ulimit -n 96 && exec {} serve --config {}",
+        "ulimit -n 128 && exec {} serve --config {}",
         env!("CARGO_BIN_EXE_rasgk"),
         config.display()
     );
@@ -544,7 +557,7 @@ fn out_of_descriptors_the_gatekeeper_refuses_connections_and_keeps_serving_ras()
     });
     let mut phones = Vec::new();
     let mut refused = None;
-    for n in 0..96 {
+    for n in 0..128 {
         let ip = Ipv4Addr::new(127, 1, 120, 1 + n as u8);
         let mut phone = UdpPhone::bind(Phone::extension(8000 + n, SocketAddr::from((ip, 0))));
         let discovery: SocketAddr = format!("127.0.{net}.1:1719").parse().unwrap();
@@ -580,10 +593,11 @@ fn out_of_descriptors_the_gatekeeper_refuses_connections_and_keeps_serving_ras()
         phone.ask(to, &keep_alive),
         Answer::Rcf { .. } | Answer::Rrj { .. }
     ));
+    assert!(phones.len() >= 32, "{} phones got a socket", phones.len());
     // One phone leaves its socket: the refused one gets in.
     drop(phones.pop());
     std::thread::sleep(Duration::from_millis(200));
-    connect_from(ip, signal).expect("a freed descriptor lets the phone in");
+    connect_from(ip, signal).expect("freed descriptors let the phone in");
     served.stop();
 }
 

@@ -130,6 +130,10 @@ impl Gatekeeper {
 
     /// A TTS connect completed.
     pub fn connected(&mut self, now: Instant, id: ConnectionId) {
+        if self.released(now, id) {
+            // Given up on already: its Close is on its way.
+            return;
+        }
         let Some(&key) = self.signalling.connections.get(&id) else {
             return;
         };
@@ -145,8 +149,23 @@ impl Gatekeeper {
         self.begin_setup(now, key, id, until);
     }
 
-    /// A TTS connect was refused or failed: the next candidate, or a later round.
+    /// An abandoned connect's socket is gone: its slot goes to the next set-up.
+    fn released(&mut self, now: Instant, id: ConnectionId) -> bool {
+        match self.signalling.release(id) {
+            Some(clan) => {
+                self.pump(now, clan);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A TTS connect was refused or failed (or, given up on, its socket is gone): the next
+    /// candidate, or a later round.
     pub fn connect_failed(&mut self, now: Instant, id: ConnectionId) {
+        if self.released(now, id) {
+            return;
+        }
         let Some(&key) = self.signalling.connections.get(&id) else {
             return;
         };
@@ -160,6 +179,9 @@ impl Gatekeeper {
 
     /// The phone's side closed connection `id` (or the connection failed under it).
     pub fn closed(&mut self, now: Instant, id: ConnectionId, how: Closing) {
+        if self.released(now, id) {
+            return;
+        }
         let Some(&key) = self.signalling.connections.get(&id) else {
             return;
         };
@@ -443,10 +465,11 @@ impl Gatekeeper {
                     let Some(&key) = self.signalling.connections.get(&id) else {
                         continue;
                     };
-                    if matches!(self.signalling.phase(key), Phase::Connecting(..)) {
+                    if let Phase::Connecting(clan, ..) = self.signalling.phase(key) {
                         self.signalling
                             .commands
                             .push(Command::Close { id, reset: true });
+                        self.signalling.abandon(id, clan);
                         self.attempt_failed(now, key, Closing::ConnectTimedOut);
                     }
                 }
@@ -482,6 +505,9 @@ impl Gatekeeper {
                 .commands
                 .push(Command::Close { id, reset: false });
             self.signalling.count_closed(how);
+        }
+        if let Phase::Connecting(clan, id, _) = phase {
+            self.signalling.abandon(id, clan);
         }
         if let Some(clan) = phase.clan() {
             self.pump(now, clan);

@@ -339,6 +339,10 @@ pub(super) struct Signalling {
     /// The C-LAN each signalling address belongs to.
     pub clan_at: HashMap<SocketAddr, ClanIdx>,
     pub timers: BTreeSet<(Instant, SocketTimer)>,
+    /// TTS connects the core gave up on (timed out, or their phone left) whose sockets the
+    /// glue has not yet reported closed: each still holds its C-LAN's establishment slot,
+    /// since in the OS it is still a connection attempt from that C-LAN.
+    pub abandoned: HashMap<ConnectionId, ClanIdx>,
     pub commands: Vec<Command>,
     pub stats: SocketStats,
     next_id: u64,
@@ -434,6 +438,19 @@ impl Signalling {
         }
         self.phones.remove(&key);
         phase
+    }
+
+    /// A connect given up on keeps its slot on `clan` until the glue reports it gone.
+    pub fn abandon(&mut self, id: ConnectionId, clan: ClanIdx) {
+        self.clans[clan].setups += 1;
+        self.abandoned.insert(id, clan);
+    }
+
+    /// The glue reported an abandoned connect gone: its slot is free; its C-LAN.
+    pub fn release(&mut self, id: ConnectionId) -> Option<ClanIdx> {
+        let clan = self.abandoned.remove(&id)?;
+        self.clans[clan].setups = self.clans[clan].setups.saturating_sub(1);
+        Some(clan)
     }
 
     /// The soonest deadline.

@@ -121,6 +121,8 @@ pub struct Server {
     pending: Vec<Transmit>,
     /// Socket mode: a TCP listener on every C-LAN's signalling address.
     listeners: Vec<(SocketAddr, tokio::net::TcpListener)>,
+    /// The open-file limit in force, when known (bounds the connections held).
+    open_files: Option<u64>,
 }
 
 impl Server {
@@ -170,13 +172,18 @@ impl Server {
                 })?;
             readers.push((group, Arc::new(socket)));
         }
+        let mut open_files = None;
         let listeners = if config.gatekeeper.sockets == crate::config::SocketMode::Tcp {
             match sockets::raise_open_file_limit() {
-                Ok((soft, hard)) => tracing::info!(
-                    open_files = soft,
-                    hard_limit = hard,
-                    "open-file limit raised to the hard limit (one descriptor per socket)"
-                ),
+                Ok((soft, hard)) => {
+                    tracing::info!(
+                        open_files = soft,
+                        hard_limit = hard,
+                        signalling_connections = soft.saturating_sub(signalling::HEADROOM),
+                        "open-file limit raised to the hard limit (one descriptor per socket)"
+                    );
+                    open_files = Some(soft);
+                }
                 Err(error) => tracing::warn!(%error, "cannot raise the open-file limit"),
             }
             signalling::listen(&config)?
@@ -202,6 +209,7 @@ impl Server {
             config_path: None,
             pending: Vec::new(),
             listeners,
+            open_files,
         })
     }
 
@@ -260,6 +268,7 @@ impl Server {
             config_path,
             pending,
             listeners,
+            open_files,
         } = self;
         let mut sockets = sockets;
         let mut readers = readers;
@@ -281,7 +290,7 @@ impl Server {
         tasks.spawn(admin::serve(admin, queries_tx, events.clone(), token));
         let signalling_on = !listeners.is_empty();
         let (mut connections, mut socket_events) =
-            signalling::Connections::start(gatekeeper.config(), listeners, &mut tasks);
+            signalling::Connections::start(gatekeeper.config(), listeners, open_files, &mut tasks);
         // Sockets of a restored state wait for their phones; TTS set-ups start now.
         connections.execute(&mut gatekeeper);
         tracing::info!(

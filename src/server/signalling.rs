@@ -37,6 +37,10 @@ const BACKLOG: i32 = 1024;
 /// so a phone that floods its socket is slowed by TCP, not buffered here).
 const EVENTS_QUEUED: usize = 8192;
 
+/// Descriptors kept free of signalling connections: RAS, the admin port, state files and
+/// the runtime need some even when phones would take every one.
+pub(crate) const HEADROOM: u64 = 64;
+
 /// Octets one read takes from a socket.
 const READ_OCTETS: usize = 1024;
 
@@ -80,6 +84,9 @@ pub(crate) struct Connections {
     orders: HashMap<ConnectionId, mpsc::UnboundedSender<Order>>,
     events: mpsc::Sender<SocketEvent>,
     settings: Settings,
+    /// The most connections held at once: the open-file limit less [`HEADROOM`]. Past it a
+    /// connection is refused (`descriptors`) before the process runs out.
+    max_connections: usize,
 }
 
 /// Binds a listener on every C-LAN's signalling address (socket mode only).
@@ -120,20 +127,32 @@ impl Connections {
     pub fn start(
         config: &Config,
         listeners: Vec<(SocketAddr, TcpListener)>,
+        open_files: Option<u64>,
         tasks: &mut tokio::task::JoinSet<()>,
     ) -> (Connections, mpsc::Receiver<SocketEvent>) {
         let (events, receiver) = mpsc::channel(EVENTS_QUEUED);
+        let reserve: Reserve =
+            std::sync::Arc::new(std::sync::Mutex::new(std::fs::File::open("/dev/null").ok()));
         for (local, listener) in listeners {
-            tasks.spawn(accept_loop(local, listener, events.clone()));
+            tasks.spawn(accept_loop(
+                local,
+                listener,
+                events.clone(),
+                reserve.clone(),
+            ));
         }
         let settings = Settings {
             max_frame: config.limits.max_frame_octets,
             keepalive: config.gatekeeper.keepalive,
         };
+        let max_connections = open_files.map_or(usize::MAX, |limit| {
+            usize::try_from(limit.saturating_sub(HEADROOM)).unwrap_or(usize::MAX)
+        });
         let connections = Connections {
             orders: HashMap::new(),
             events,
             settings,
+            max_connections,
         };
         (connections, receiver)
     }
@@ -141,6 +160,10 @@ impl Connections {
     /// Hands one event to the core.
     pub fn handle(&mut self, gatekeeper: &mut Gatekeeper, now: Instant, event: SocketEvent) {
         match event {
+            SocketEvent::Accepted { stream, .. } if self.orders.len() >= self.max_connections => {
+                reset(stream);
+                gatekeeper.refused(Refusal::Descriptors);
+            }
             SocketEvent::Accepted {
                 local,
                 from,
@@ -172,6 +195,12 @@ impl Connections {
     pub fn execute(&mut self, gatekeeper: &mut Gatekeeper) {
         for command in gatekeeper.take_commands() {
             match command {
+                Command::Connect { id, .. } if self.orders.len() >= self.max_connections => {
+                    // No descriptor to spare: the attempt fails and the phone's set-up moves
+                    // on (and backs off), as when the connect itself fails.
+                    gatekeeper.refused(Refusal::Descriptors);
+                    gatekeeper.connect_failed(Instant::now(), id);
+                }
                 Command::Connect { id, from, to } => {
                     let (orders, inbox) = mpsc::unbounded_channel();
                     self.orders.insert(id, orders);
@@ -212,9 +241,17 @@ fn out_of_descriptors(error: &io::Error) -> bool {
     matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
+/// The descriptor held in reserve for refusing connections when none is left, shared by
+/// every listener (each one more held would be one phone fewer served).
+type Reserve = std::sync::Arc<std::sync::Mutex<Option<std::fs::File>>>;
+
 /// Accepts connections on one listener until the server stops.
-async fn accept_loop(local: SocketAddr, listener: TcpListener, events: mpsc::Sender<SocketEvent>) {
-    let mut reserve = std::fs::File::open("/dev/null").ok();
+async fn accept_loop(
+    local: SocketAddr,
+    listener: TcpListener,
+    events: mpsc::Sender<SocketEvent>,
+    reserve: Reserve,
+) {
     loop {
         match listener.accept().await {
             Ok((stream, from)) => {
@@ -230,22 +267,33 @@ async fn accept_loop(local: SocketAddr, listener: TcpListener, events: mpsc::Sen
             }
             Err(error) if out_of_descriptors(&error) => {
                 // Give up the reserve to accept and reset the connection that waits, so
-                // the backlog drains and the phone hears at once.
-                drop(reserve.take());
-                if let Ok((stream, _)) = listener.accept().await {
-                    reset(stream);
+                // the backlog drains and the phone hears at once; then take it back.
+                let spare = reserve.lock().map(|mut r| r.take()).unwrap_or(None);
+                let mut refused = false;
+                if spare.is_some() {
+                    drop(spare);
+                    if let Ok((stream, _)) = listener.accept().await {
+                        reset(stream);
+                        refused = true;
+                    }
                 }
-                reserve = std::fs::File::open("/dev/null").ok();
-                if events
-                    .send(SocketEvent::Refused(Refusal::Descriptors))
-                    .await
-                    .is_err()
-                {
-                    return;
+                if let Ok(mut held) = reserve.lock() {
+                    if held.is_none() {
+                        *held = std::fs::File::open("/dev/null").ok();
+                    }
                 }
-                if reserve.is_none() {
-                    // Not even the reserve came back: wait for descriptors to free up.
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+                if refused {
+                    if events
+                        .send(SocketEvent::Refused(Refusal::Descriptors))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                } else {
+                    // No reserve to refuse with: the connection waits in the backlog until
+                    // a descriptor frees up.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
             Err(error) => {
@@ -284,21 +332,26 @@ async fn connect(
             return;
         }
     };
-    tokio::select! {
-        connected = socket.connect(to) => match connected {
-            Ok(stream) => {
-                if events.send(SocketEvent::Connected(id)).await.is_ok() {
-                    drive(id, stream, inbox, events, settings).await;
-                }
+    let connecting = socket.connect(to);
+    tokio::pin!(connecting);
+    let connected = tokio::select! {
+        connected = &mut connecting => connected,
+        // The core gave up on it (timeout, unregistration).
+        _ = inbox.recv() => Err(io::Error::from(io::ErrorKind::Interrupted)),
+    };
+    match connected {
+        Ok(stream) => {
+            if events.send(SocketEvent::Connected(id)).await.is_ok() {
+                drive(id, stream, inbox, events, settings).await;
             }
-            Err(error) => {
-                tracing::debug!(connection = %id, %to, %error, "connect failed");
-                let _ = events.send(SocketEvent::ConnectFailed(id)).await;
-            }
-        },
-        // The core gave up on it (timeout, unregistration): dropping the socket ends the
-        // connect.
-        _ = inbox.recv() => {}
+        }
+        Err(error) => {
+            tracing::debug!(connection = %id, %to, %error, "connect failed or given up");
+            // The socket is gone before the core hears so: the core holds the C-LAN's
+            // establishment slot until then.
+            drop(connecting);
+            let _ = events.send(SocketEvent::ConnectFailed(id)).await;
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::life::{wall_time, Life, Plan};
 use super::port::{Line, Port, Router};
-use super::signalling::{Acceptor, Gauge, Listener, PhoneSocket, Way};
+use super::signalling::{self, Acceptor, Gauge, Listener, PhoneSocket, Way};
 use super::tally::Tally;
 use super::{Share, StormArgs, StormError};
 use crate::phone::Phone;
@@ -60,7 +60,12 @@ pub(super) async fn bind(args: &StormArgs, share: Share) -> Result<Bound, StormE
     let port = Port::open().map_err(StormError::Port)?;
     let (router, lines) = port.lines(ips);
     let (acceptor, mut ways, signal_port) = if args.sockets {
-        let listener = Listener::open().map_err(StormError::Listener)?;
+        let backlog = if args.accept_delay_ms > 0 {
+            signalling::SLOW_BACKLOG
+        } else {
+            signalling::BACKLOG
+        };
+        let listener = Listener::open(backlog).map_err(StormError::Listener)?;
         let signal_port = listener.port();
         let tts_ips = phones.iter().zip(&lines).filter(|((_, _, tts), _)| *tts);
         let tts_ips = tts_ips.filter_map(|(_, line)| match line.local_addr().ip() {

@@ -41,8 +41,13 @@ use tokio::task::JoinHandle;
 pub const SERVICE_FRAME: [u8; 4] = [3, 0, 0, 4];
 
 /// Connections waiting in the TTS phones' listener's queue before the kernel holds further
-/// ones back (SYNs unanswered, the gatekeeper's side in SYN-SENT).
-pub const BACKLOG: i32 = 16;
+/// ones back (SYNs unanswered, the gatekeeper's side in SYN-SENT), when the phones are slow
+/// to accept (`--accept-delay-ms`).
+pub const SLOW_BACKLOG: i32 = 16;
+
+/// The queue when phones accept at once: room for every connect the gatekeeper has in
+/// flight, so none waits for a SYN to be sent again.
+pub const BACKLOG: i32 = 4096;
 
 /// The first back-off after a rejected connection.
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
@@ -316,7 +321,8 @@ pub(super) async fn accept_until_service(inbox: &mut Inbox) -> TcpStream {
 
 /// The TCP socket every TTS phone of a storm process takes connections on: any IPv4 address,
 /// a port the system picks, on the loopback device (Linux; elsewhere every interface), a
-/// queue of [`BACKLOG`]. Each phone's `callSignalAddress` is its own IP and this port.
+/// queue of `backlog` ([`BACKLOG`], or [`SLOW_BACKLOG`] for slow phones). Each phone's
+/// `callSignalAddress` is its own IP and this port.
 pub(super) struct Listener {
     listener: TcpListener,
     port: u16,
@@ -324,12 +330,12 @@ pub(super) struct Listener {
 
 impl Listener {
     /// Opens the listener. Must run inside a tokio runtime.
-    pub fn open() -> io::Result<Listener> {
+    pub fn open(backlog: i32) -> io::Result<Listener> {
         let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
         #[cfg(any(target_os = "linux", target_os = "android"))]
         socket.bind_device(Some(b"lo"))?;
         socket.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)).into())?;
-        socket.listen(BACKLOG)?;
+        socket.listen(backlog)?;
         socket.set_nonblocking(true)?;
         let listener = TcpListener::from_std(socket.into())?;
         let port = listener.local_addr()?.port();
@@ -778,7 +784,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_listener_hands_each_connection_to_the_phone_of_its_address() {
-        let listener = Listener::open().unwrap();
+        let listener = Listener::open(SLOW_BACKLOG).unwrap();
         let port = listener.port();
         let ips: Vec<Ipv4Addr> = (1..=3).map(|i| Ipv4Addr::new(127, 9, 4, i)).collect();
         let (acceptor, mut inboxes) = listener.inboxes(ips.clone());
@@ -825,7 +831,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_tts_phone_is_in_service_on_the_frame_and_measures_from_its_rcf() {
-        let listener = Listener::open().unwrap();
+        let listener = Listener::open(SLOW_BACKLOG).unwrap();
         let port = listener.port();
         let ip = Ipv4Addr::new(127, 9, 5, 1);
         let (acceptor, mut inboxes) = listener.inboxes([ip]);
@@ -888,7 +894,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_acceptor_takes_each_connection_a_delay_after_the_last() {
-        let listener = Listener::open().unwrap();
+        let listener = Listener::open(SLOW_BACKLOG).unwrap();
         let port = listener.port();
         let ips: Vec<Ipv4Addr> = (1..=4).map(|i| Ipv4Addr::new(127, 9, 6, i)).collect();
         let (acceptor, mut inboxes) = listener.inboxes(ips.clone());

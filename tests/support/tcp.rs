@@ -48,3 +48,23 @@ pub fn count_by_local_ip(ips: &[Ipv4Addr], state: u8) -> BTreeMap<Ipv4Addr, usiz
     }
     counts
 }
+
+/// Sockets in `state` whose local IP is one of `ips`, counted per IP, counting only the
+/// sockets that two reads in a row both show: one read of `/proc/net/tcp` is not atomic, so
+/// a socket that leaves the state while the read goes on can be seen beside the one that
+/// took its place, though the two never were at once.
+pub fn count_by_local_ip_steady(ips: &[Ipv4Addr], state: u8) -> BTreeMap<Ipv4Addr, usize> {
+    let pick = || -> std::collections::BTreeSet<(SocketAddrV4, SocketAddrV4)> {
+        sockets()
+            .into_iter()
+            .filter(|(local, _, st)| *st == state && ips.contains(local.ip()))
+            .map(|(local, remote, _)| (local, remote))
+            .collect()
+    };
+    let (first, second) = (pick(), pick());
+    let mut counts: BTreeMap<Ipv4Addr, usize> = ips.iter().map(|&ip| (ip, 0)).collect();
+    for (local, _) in first.intersection(&second) {
+        *counts.entry(*local.ip()).or_default() += 1;
+    }
+    counts
+}
