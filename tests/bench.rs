@@ -27,6 +27,8 @@ fn one_run_prints_every_figure_against_its_target() {
         "3000",
         "--grqs",
         "300",
+        "--socket-phones",
+        "200",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -65,12 +67,32 @@ fn one_run_prints_every_figure_against_its_target() {
         .iter()
         .any(|l| l.starts_with("policy: core time per GRQ") && l.contains("at 10000 C-LANs")));
 
+    // Socket mode: every phone of each run in service, five establishments at most.
+    let socket_lines: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("sockets: "))
+        .collect();
+    assert_eq!(socket_lines.len(), 4, "{stdout}");
+    for line in &socket_lines {
+        assert!(
+            line.contains("registered,") && !line.contains(" 0 in service"),
+            "{line}"
+        );
+    }
+    assert!(
+        socket_lines[0].contains("200 phones (100 TTS)"),
+        "{}",
+        socket_lines[0]
+    );
+    assert!(socket_lines[0].contains("200 registered, 200 in service"));
+    assert!(socket_lines[3].contains("100 phones (100 TTS), setup_ms 20"));
+
     // Each figure against its target, and the count of those met.
     let verdicts: Vec<&&str> = lines
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 6, "{stdout}");
+    assert_eq!(verdicts.len(), 9, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -82,7 +104,7 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 6 met").as_str()),
+        lines.contains(&format!("targets: {met} of 9 met").as_str()),
         "{stdout}"
     );
 

@@ -242,12 +242,13 @@ fn a_socket_mode_storm_gives_every_phone_one_established_connection() {
         "{samples} samples; time to service {}",
         report["time_to_service_ms"]
     );
-    // The storm ended: its phones' connections closed, their places were freed, and they
-    // are still registered.
+    // The storm ended: its phones' connections closed, their sockets are gone, and they
+    // are still registered. (TTS phones are set up again, in vain now, so their places
+    // come and go until their registrations expire.)
     until(
         Duration::from_secs(10),
-        "places freed after the storm",
-        || clans(&served).iter().all(|c| c.2 == 0 && c.3 == 0),
+        "sockets closed after the storm",
+        || clans(&served).iter().all(|c| c.2 == 0),
     );
     assert_eq!(
         served

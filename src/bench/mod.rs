@@ -6,6 +6,8 @@
 //!   storm    40,000 phones, first GRQ to last RCF, none lost or doubled storm.rs
 //!   memory   resident bytes per registration at 100,000                memory.rs
 //!   scale    core time per GRQ at 10,000 C-LANs / at 64                 scale.rs
+//!   sockets  socket mode: 6,000-phone storm to the last socket in service,
+//!            TTS time to service, and why TTS exists (setup_ms = 20)     sockets.rs
 //! ```
 //!
 //! The block ends with one `ratio WORKLOAD VALUE` line per workload for scripts; `--check`
@@ -14,6 +16,7 @@
 pub mod ceiling;
 pub mod memory;
 pub mod scale;
+pub mod sockets;
 pub mod storm;
 
 use std::fmt::Write as _;
@@ -21,6 +24,7 @@ use std::process::ExitCode;
 
 use ceiling::{Ceiling, CeilingArgs, Workload};
 use scale::Scale;
+use sockets::Sockets;
 use storm::Storm;
 
 /// `rasgk bench` options.
@@ -44,6 +48,10 @@ pub struct BenchArgs {
     /// C-LANs; 0: no scale figure).
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub grqs: usize,
+    /// Phones in the socket-mode storm (half TTS; half as many in each of the TTS and
+    /// setup_ms = 20 runs; 0: no socket-mode figures).
+    #[arg(long, value_name = "N", default_value_t = 6_000)]
+    pub socket_phones: usize,
     /// Exit 1 when a figure misses its target (2 when the bench cannot run).
     #[arg(long)]
     pub check: bool,
@@ -125,6 +133,10 @@ impl Serving {
 /// Most storm phones (every phone an address of 127.R.x.y, three regions).
 const MAX_STORM_PHONES: usize = 1_000_000;
 
+/// Most socket-mode storm phones: the gatekeeper and the phones share this process, and
+/// each phone's socket is a descriptor on both sides (the hard limit here is 20,000).
+const MAX_SOCKET_PHONES: usize = 9_000;
+
 /// Everything one run measured; a part not asked for is `None`.
 #[derive(Debug, Clone, Default)]
 pub struct Figures {
@@ -136,6 +148,8 @@ pub struct Figures {
     pub memory: Option<(f64, usize)>,
     /// Core time per GRQ at each C-LAN count.
     pub scale: Option<Scale>,
+    /// Socket mode's storms.
+    pub sockets: Option<Sockets>,
 }
 
 /// The targets (the performance issue's, README "Performance").
@@ -150,6 +164,12 @@ pub mod targets {
     pub const BYTES_PER_REGISTRATION: f64 = 512.0;
     /// Core time per GRQ at 10,000 C-LANs over that at 64.
     pub const SCALE: f64 = 2.0;
+    /// Seconds from the first GRQ to the last socket in service of the socket-mode storm.
+    pub const SOCKET_STORM_S: f64 = 2.0;
+    /// 99th percentile of TTS time to service, milliseconds, phones accepting at once.
+    pub const TTS_P99_MS: f64 = 100.0;
+    /// Socket establishments in progress at once on one C-LAN (Avaya's five).
+    pub const SETUPS_PER_CLAN: u32 = 5;
 }
 
 /// The least ratio rasgk / echo a workload must reach.
@@ -216,6 +236,39 @@ impl Figures {
                 figure: format!("{:.2}", scale.ratio()),
                 target: format!("<= {}", targets::SCALE),
                 met: scale.ratio() <= targets::SCALE,
+            });
+        }
+        if let Some(sockets) = &self.sockets {
+            let storm = &sockets.storm;
+            verdicts.push(Verdict {
+                name: format!("socket storm of {} phones", storm.phones),
+                figure: format!(
+                    "{:.2} s, {} without a socket",
+                    storm.service_s,
+                    storm.phones - storm.in_service.min(storm.phones)
+                ),
+                target: format!("<= {} s, every phone in service", targets::SOCKET_STORM_S),
+                met: storm.whole() && storm.service_s <= targets::SOCKET_STORM_S,
+            });
+            let tts = &sockets.tts;
+            verdicts.push(Verdict {
+                name: format!("TTS time to service p99, {} phones", tts.phones),
+                figure: format!("{:.1} ms", tts.time_to_service_ms.1),
+                target: format!("<= {} ms, every phone in service", targets::TTS_P99_MS),
+                met: tts.whole() && tts.time_to_service_ms.1 <= targets::TTS_P99_MS,
+            });
+            let [other, all_tts] = &sockets.why_tts;
+            verdicts.push(Verdict {
+                name: "setup_ms 20: most establishments a C-LAN".into(),
+                figure: format!("{} non-TTS, {} TTS", other.most_setups, all_tts.most_setups),
+                target: format!(
+                    "<= {} each, every phone in service",
+                    targets::SETUPS_PER_CLAN
+                ),
+                met: other.whole()
+                    && all_tts.whole()
+                    && other.most_setups <= targets::SETUPS_PER_CLAN
+                    && all_tts.most_setups <= targets::SETUPS_PER_CLAN,
             });
         }
         verdicts
@@ -293,6 +346,13 @@ impl Figures {
                 each.join(", ")
             );
         }
+        if let Some(sockets) = &self.sockets {
+            let _ = writeln!(out, "sockets: storm {}", sockets.storm.line());
+            let _ = writeln!(out, "sockets: tts {}", sockets.tts.line());
+            let [other, all_tts] = &sockets.why_tts;
+            let _ = writeln!(out, "sockets: why TTS, non-TTS {}", other.line());
+            let _ = writeln!(out, "sockets: why TTS, TTS {}", all_tts.line());
+        }
         let verdicts = self.verdicts();
         let _ = writeln!(
             out,
@@ -327,6 +387,13 @@ impl BenchArgs {
         }
         if !(self.seconds.is_finite() && self.seconds > 0.0) {
             return Err(format!("--seconds {} must be above 0", self.seconds));
+        }
+        if self.socket_phones > MAX_SOCKET_PHONES {
+            return Err(format!(
+                "--socket-phones {} is over {MAX_SOCKET_PHONES} (one descriptor a phone on \
+                 each side, in one process)",
+                self.socket_phones
+            ));
         }
         if self.storm_phones > MAX_STORM_PHONES {
             return Err(format!(
@@ -389,11 +456,17 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     } else {
         None
     };
+    let sockets = if args.socket_phones > 0 {
+        Some(sockets::run(args.socket_phones).await?)
+    } else {
+        None
+    };
     Ok(Figures {
         ceilings,
         storm,
         memory,
         scale,
+        sockets,
     })
 }
 
@@ -465,6 +538,7 @@ mod tests {
             scale: Some(Scale {
                 per_grq_us: vec![(64, 1.0), (1024, 1.5), (10_000, 2.0)],
             }),
+            sockets: None,
         }
     }
 
@@ -475,6 +549,7 @@ mod tests {
             storm_phones: 40_000,
             registrations: 100_000,
             grqs: 100_000,
+            socket_phones: 0,
             check: false,
         }
     }

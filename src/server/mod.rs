@@ -180,7 +180,7 @@ impl Server {
                         open_files = soft,
                         hard_limit = hard,
                         signalling_connections = soft.saturating_sub(signalling::HEADROOM),
-                        "open-file limit raised to the hard limit (one descriptor per socket)"
+                        "open-file limit raised as far as the hard limit (one descriptor a socket)"
                     );
                     open_files = Some(soft);
                 }
@@ -327,15 +327,7 @@ impl Server {
                 }
                 Some(event) = socket_events.recv(), if signalling_on => {
                     watch(&mut gatekeeper, &events);
-                    let now = Instant::now();
-                    connections.handle(&mut gatekeeper, now, event);
-                    // What else is waiting, up to a bound, before the commands go out.
-                    for _ in 0..256 {
-                        match socket_events.try_recv() {
-                            Ok(event) => connections.handle(&mut gatekeeper, now, event),
-                            Err(_) => break,
-                        }
-                    }
+                    connections.handle(&mut gatekeeper, Instant::now(), event);
                 }
                 Some(()) = hangups.recv() => match &config_path {
                     Some(path) => {
@@ -354,6 +346,18 @@ impl Server {
                 _ = state_tick.tick(), if persister.is_some() => {
                     if let Some(persister) = persister.as_mut() {
                         persister.save(&gatekeeper);
+                    }
+                }
+            }
+            // Connection events waiting, up to a bound, whichever branch ran: the RAS branch
+            // comes first and under a registration storm is always ready, which would
+            // otherwise keep connects and accepts waiting behind every burst of RRQs.
+            if signalling_on {
+                let now = Instant::now();
+                for _ in 0..1024 {
+                    match socket_events.try_recv() {
+                        Ok(event) => connections.handle(&mut gatekeeper, now, event),
+                        Err(_) => break,
                     }
                 }
             }

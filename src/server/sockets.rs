@@ -82,7 +82,7 @@ pub fn bind_multicast(interface: IpAddr) -> io::Result<UdpSocket> {
 
 /// Raises this process's soft open-file limit to its hard limit (every signalling socket and
 /// every storm phone's connection is a descriptor); returns the (soft, hard) limits now in
-/// force.
+/// force (the soft one unchanged when the system refused to raise it).
 #[cfg(unix)]
 pub fn raise_open_file_limit() -> io::Result<(u64, u64)> {
     let mut limit = libc::rlimit {
@@ -99,10 +99,9 @@ pub fn raise_open_file_limit() -> io::Result<(u64, u64)> {
             rlim_max: limit.rlim_max,
         };
         // SAFETY: setrlimit reads one rlimit from `raised`, which lives across the call.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
-            return Err(io::Error::last_os_error());
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
         }
-        limit = raised;
     }
     #[allow(clippy::useless_conversion)] // rlim_t is u64 on Linux, not everywhere
     let pair = (

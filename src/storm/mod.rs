@@ -400,32 +400,9 @@ const FILES_BESIDES_SOCKETS: u64 = 64;
 /// Raises this process's soft limit of open files to its hard limit; the soft limit now in
 /// force (`None` when it cannot be read). Every storm process does it at start.
 fn raise_open_files() -> Option<u64> {
-    #[cfg(unix)]
-    {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes one rlimit into `limit`, which lives across the call.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-            return None;
-        }
-        if limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: limit.rlim_max,
-                rlim_max: limit.rlim_max,
-            };
-            // SAFETY: setrlimit reads one rlimit from `raised`, which lives across the call.
-            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-                limit = raised;
-            }
-        }
-        #[allow(clippy::useless_conversion)] // rlim_t is u64 on Linux, not everywhere
-        let soft = u64::try_from(limit.rlim_cur).unwrap_or(u64::MAX);
-        Some(soft)
-    }
-    #[cfg(not(unix))]
-    None
+    crate::server::raise_open_file_limit()
+        .ok()
+        .map(|(soft, _)| soft)
 }
 
 fn admin_of(args: &StormArgs) -> Option<SocketAddr> {
@@ -631,6 +608,7 @@ async fn finish(
         gatekeeper_urqs: tally.gatekeeper_urqs,
         unregistered: tally.unregistered,
         registration_s,
+        service_s: tally.service_s(),
         rate_per_s: if registration_s > 0.0 {
             tally.registered as f64 / registration_s
         } else {

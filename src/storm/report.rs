@@ -82,6 +82,9 @@ pub struct Report {
     pub registration_s: f64,
     /// Registrations per second over that time.
     pub rate_per_s: f64,
+    /// Socket mode: from the first GRQ to the last socket in service, seconds.
+    #[serde(default)]
+    pub service_s: Option<f64>,
     /// First GRQ to first RCF per phone.
     pub latency_ms: Latency,
     /// Sockets per C-LAN at the end: from the admin port's `/api/clans` when it answered,
@@ -250,6 +253,9 @@ impl Report {
                 l.p50, l.p90, l.p99, l.max
             )
         };
+        if let Some(service_s) = self.service_s {
+            let _ = writeln!(out, "first GRQ to last socket in service {service_s:.3} s");
+        }
         let _ = writeln!(
             out,
             "time to service ms ({} measured): all {}",

@@ -192,6 +192,8 @@ impl Drop for InService {
 pub(super) struct Record {
     /// RCF to service, for each registration whose socket came into service.
     pub times_to_service: Vec<Duration>,
+    /// When a socket of this phone last came into service, since the UNIX epoch.
+    pub last_in_service: Option<Duration>,
     /// Connection attempts turned away before service: reset, refused, ended or timed out
     /// (non-TTS phones).
     pub rejected: u64,
@@ -207,6 +209,7 @@ pub(super) struct Record {
 impl Record {
     fn add(&mut self, other: Record) {
         self.times_to_service.extend(other.times_to_service);
+        self.last_in_service = self.last_in_service.max(other.last_in_service);
         self.rejected += other.rejected;
         self.closed_by_gatekeeper += other.closed_by_gatekeeper;
         self.errors.extend(other.errors);
@@ -562,6 +565,7 @@ impl SocketLife {
                 record.times_to_service.push(self.rcf_at.elapsed());
                 measured = true;
             }
+            record.last_in_service = Some(super::life::wall_time());
             let peer = stream.peer_addr().ok();
             let in_service = self.gauge.hold();
             tokio::select! {

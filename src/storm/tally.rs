@@ -33,6 +33,9 @@ pub struct Tally {
     pub first_grq_unix_us: u64,
     /// When the last phone's first RCF came, microseconds since the UNIX epoch.
     pub last_rcf_unix_us: Option<u64>,
+    /// When the last socket came into service, microseconds since the UNIX epoch.
+    #[serde(default)]
+    pub last_service_unix_us: Option<u64>,
     /// Each registered phone's first GRQ to first RCF, microseconds.
     pub latencies_us: Vec<u64>,
     /// Phones registered at each C-LAN address, as the phones saw it.
@@ -126,6 +129,9 @@ impl Tally {
                 tally.signal_addresses.insert(address.to_string());
             }
             let sockets = &outcome.sockets;
+            if let Some(at) = sockets.last_in_service {
+                tally.last_service_unix_us = tally.last_service_unix_us.max(Some(micros(at)));
+            }
             let service: Vec<u64> = sockets
                 .times_to_service
                 .iter()
@@ -223,6 +229,7 @@ impl Tally {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        self.last_service_unix_us = self.last_service_unix_us.max(other.last_service_unix_us);
         self.latencies_us.extend(other.latencies_us);
         add_counts(&mut self.registered_at, other.registered_at);
         add_counts(&mut self.phone_clans, other.phone_clans);
@@ -240,6 +247,12 @@ impl Tally {
         self.tts_connections_closed += other.tts_connections_closed;
         self.sockets_in_service_per_100ms = in_service;
         self.name_sockets_by_signal_address();
+    }
+
+    /// From the first GRQ to the last socket in service, seconds (socket mode).
+    pub fn service_s(&self) -> Option<f64> {
+        let last = self.last_service_unix_us?;
+        Some(last.saturating_sub(self.first_grq_unix_us) as f64 / 1e6)
     }
 
     /// From the first GRQ to the last first RCF, seconds (0 when nobody registered).

@@ -1,0 +1,219 @@
+//! Socket mode's figures: real TCP signalling sockets on `fixtures/lab/sockets.toml`
+//! (sixteen C-LANs of 480 in three regions), each run against a fresh gatekeeper in this
+//! process, with `rasgk storm --sockets` as the README gives it.
+//!
+//! ```text
+//!   storm     N phones, half TTS: first GRQ to last socket in service          <= 2 s
+//!   tts       N/2 TTS phones accepting at once: time to service p99            <= 100 ms
+//!   why TTS   setup_ms = 20, N/2 phones all non-TTS, then all TTS: time to service,
+//!             establishments rejected busy, most establishments at once per C-LAN
+//! ```
+//!
+//! While each storm runs, a sampler reads `/api/clans` every 20 ms and keeps the most
+//! establishments in progress on any one C-LAN (at most `max_setups_per_clan`, 5).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use clap::Parser;
+
+use crate::config;
+use crate::storm::report::Report;
+use crate::storm::{self, StormArgs};
+
+/// The topology: sixteen C-LANs of 480 sockets on 127.0.40.x, signalling on port 1720.
+const TOPOLOGY: &str = include_str!("../../fixtures/lab/sockets.toml");
+
+/// Where [`TOPOLOGY`] comes from, for its errors.
+const ORIGIN: &str = "fixtures/lab/sockets.toml";
+
+/// The gatekeeper's discovery address in [`TOPOLOGY`].
+const TARGET: &str = "127.0.40.1:1719";
+
+/// Its admin port in [`TOPOLOGY`].
+const ADMIN: &str = "127.0.40.1:7000";
+
+/// One socket-mode storm: what the phones reported and what the sampler saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SocketRun {
+    /// Phones in it.
+    pub phones: usize,
+    /// Of them TTS.
+    pub tts: usize,
+    /// `setup_ms` of the gatekeeper.
+    pub setup_ms: u32,
+    /// Phones that registered.
+    pub registered: usize,
+    /// Phones holding a socket in service at the end.
+    pub in_service: usize,
+    /// First GRQ to the last socket in service, seconds.
+    pub service_s: f64,
+    /// Time to service, milliseconds: (p50, p99, max).
+    pub time_to_service_ms: (f64, f64, f64),
+    /// Non-TTS connections the gatekeeper refused (busy) before service, as the phones
+    /// counted them.
+    pub rejected: u64,
+    /// The most establishments in progress on one C-LAN in any sample.
+    pub most_setups: u32,
+}
+
+impl SocketRun {
+    /// Every phone registered and in service.
+    pub fn whole(&self) -> bool {
+        self.registered == self.phones && self.in_service == self.phones
+    }
+
+    fn from_report(report: &Report, tts: usize, setup_ms: u32, most_setups: u32) -> SocketRun {
+        let latency = &report.time_to_service_ms;
+        SocketRun {
+            phones: report.phones,
+            tts,
+            setup_ms,
+            registered: report.registered,
+            in_service: report.phones - report.phones_without_socket,
+            service_s: report.service_s.unwrap_or(f64::INFINITY),
+            time_to_service_ms: (latency.p50, latency.p99, latency.max),
+            rejected: report.connections_rejected,
+            most_setups,
+        }
+    }
+
+    /// One line of the bench's block.
+    pub fn line(&self) -> String {
+        let (p50, p99, max) = self.time_to_service_ms;
+        format!(
+            "{} phones ({} TTS), setup_ms {}: {} registered, {} in service; first GRQ to last \
+             socket {:.2} s; time to service ms p50 {p50:.1} p99 {p99:.1} max {max:.1}; {} \
+             connections rejected busy; at most {} establishments at once on a C-LAN",
+            self.phones,
+            self.tts,
+            self.setup_ms,
+            self.registered,
+            self.in_service,
+            self.service_s,
+            self.rejected,
+            self.most_setups
+        )
+    }
+}
+
+/// Every socket-mode figure of one bench run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sockets {
+    /// The storm of `--socket-phones`, half TTS.
+    pub storm: SocketRun,
+    /// Half as many phones, all TTS, accepting at once.
+    pub tts: SocketRun,
+    /// With `setup_ms = 20`: the same phones all non-TTS, then all TTS.
+    pub why_tts: [SocketRun; 2],
+}
+
+/// `rasgk storm --sockets` with the README's options for `phones` phones, `tts_share` of
+/// them TTS, holding their sockets 2 s after the last registration.
+pub fn storm_args(phones: usize, tts_share: f64) -> Result<StormArgs, String> {
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        storm: StormArgs,
+    }
+    let phones = phones.to_string();
+    let share = tts_share.to_string();
+    let line = [
+        "rasgk storm",
+        "--sockets",
+        "--target",
+        TARGET,
+        "--admin",
+        ADMIN,
+        "--phones",
+        &phones,
+        "--tts-share",
+        &share,
+        "--regions",
+        "1,2,3",
+        "--duration",
+        "2",
+    ];
+    Command::try_parse_from(line)
+        .map(|command| command.storm)
+        .map_err(|e| format!("the socket storm's options: {e}"))
+}
+
+/// Runs one storm against a fresh gatekeeper of [`TOPOLOGY`] with `setup_ms`.
+async fn run_one(phones: usize, tts_share: f64, setup_ms: u32) -> Result<SocketRun, String> {
+    let text = TOPOLOGY.replace(
+        "sockets = \"tcp\"",
+        &format!("sockets = \"tcp\"\nsetup_ms = {setup_ms}"),
+    );
+    let config = config::from_toml(&text, ORIGIN).map_err(|e| e.to_string())?;
+    let admin: SocketAddr = config.admin.listen;
+    let gatekeeper = super::Serving::start(config, "the socket storm's gatekeeper").await?;
+    let args = storm_args(phones, tts_share)?;
+    let tts = (phones as f64 * tts_share).floor() as usize;
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let sampling = sampling.clone();
+        tokio::task::spawn_blocking(move || most_setups(admin, &sampling))
+    };
+    let report = tokio::task::spawn_blocking(move || {
+        storm::runtime()
+            .map_err(|e| format!("cannot start the storm's runtime: {e}"))?
+            .block_on(storm::storm_spread(&args))
+            .map_err(|e| format!("the socket storm could not run: {e}"))
+    })
+    .await
+    .map_err(|e| format!("the socket storm could not run: {e}"))?;
+    sampling.store(false, Ordering::Relaxed);
+    let most = sampler.await.unwrap_or(0);
+    gatekeeper.stop().await;
+    Ok(SocketRun::from_report(&report?, tts, setup_ms, most))
+}
+
+/// Reads `/api/clans` every 20 ms while `sampling` holds: the most establishments in
+/// progress on one C-LAN.
+fn most_setups(admin: SocketAddr, sampling: &AtomicBool) -> u32 {
+    let mut most = 0;
+    while sampling.load(Ordering::Relaxed) {
+        if let Ok((clans, _)) = crate::status::fetch(admin) {
+            most = clans.iter().map(|c| c.setups).max().unwrap_or(0).max(most);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    most
+}
+
+/// Every socket-mode figure for a storm of `phones`.
+pub async fn run(phones: usize) -> Result<Sockets, String> {
+    let half = phones / 2;
+    eprintln!("rasgk bench: a socket-mode storm of {phones} phones, half TTS ({ORIGIN})");
+    let storm = run_one(phones, 0.5, 0).await?;
+    eprintln!("rasgk bench: {half} TTS phones accepting at once");
+    let tts = run_one(half, 1.0, 0).await?;
+    eprintln!("rasgk bench: setup_ms = 20, {half} phones all non-TTS, then all TTS");
+    let other = run_one(half, 0.0, 20).await?;
+    let all_tts = run_one(half, 1.0, 20).await?;
+    Ok(Sockets {
+        storm,
+        tts,
+        why_tts: [other, all_tts],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_topology_holds_the_storm_and_listens() {
+        let config = config::from_toml(TOPOLOGY, ORIGIN).unwrap();
+        assert_eq!(config.gatekeeper.sockets, crate::config::SocketMode::Tcp);
+        assert_eq!(config.gatekeeper.discovery, TARGET.parse().unwrap());
+        assert_eq!(config.admin.listen, ADMIN.parse().unwrap());
+        let room: u64 = config.clans.iter().map(|c| u64::from(c.max_sockets)).sum();
+        assert!(room >= 6_000, "room for 6,000 phones: {room}");
+        let args = storm_args(6_000, 0.5).unwrap();
+        assert!(args.sockets);
+        assert_eq!(args.regions, [1, 2, 3]);
+    }
+}
