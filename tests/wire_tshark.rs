@@ -301,3 +301,75 @@ fn tshark_reads_the_gatekeepers_own_gcf_and_rcf() {
         }
     }
 }
+
+/// The RCF the gatekeeper itself writes names the C-LAN's call signalling address (its IP
+/// and `signal_port`), not the phone's own, in count mode and in socket mode: as tshark
+/// reads it.
+#[test]
+fn the_gatekeepers_rcf_names_the_clans_signalling_address() {
+    if tshark::require_tshark("the_gatekeepers_rcf_names_the_clans_signalling_address").is_none() {
+        return;
+    }
+    for (mode, port) in [("count", "1720"), ("tcp", "2720")] {
+        let toml = format!(
+            r#"
+            [gatekeeper]
+            sockets = "{mode}"
+            [[region]]
+            id = 1
+            [[clan]]
+            name = "a"
+            region = 1
+            address = "127.0.1.1:1719"
+            signal_port = {port}
+            "#
+        );
+        let config = rasgk::config::from_toml(&toml, "rcf.toml").unwrap();
+        let mut gatekeeper = rasgk::gatekeeper::Gatekeeper::new(config).unwrap();
+        let now = std::time::Instant::now();
+        let mut phone = rasgk::phone::Phone::extension(6001, addr("127.1.0.5:40001"));
+        let discovery = addr("127.0.0.1:1719");
+        let clan = addr("127.0.1.1:1719");
+        let grq = phone.grq();
+        let _ = gatekeeper.handle(now, discovery, phone.ras_address, &grq);
+        let rrq = phone.rrq();
+        let rcf = gatekeeper.handle(now, clan, phone.ras_address, &rrq);
+        let datagrams: Vec<Datagram> = [
+            (phone.ras_address, clan, rrq),
+            (clan, phone.ras_address, rcf[0].payload.to_vec()),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (src, dst, payload))| Datagram {
+            frame: 0,
+            time: std::time::Duration::new(1_767_225_600 + i as u64, 0),
+            src,
+            dst,
+            payload,
+        })
+        .collect();
+        let decoded = tshark_reads(&format!("rcf-{mode}"), &datagrams);
+        let rrq = &decoded.frames[0];
+        let rcf = &decoded.frames[1];
+        assert_eq!(rcf.ras_message().as_deref(), Some("registrationConfirm"));
+        let of = |frame: &Frame, label| {
+            let tree = frame.subtree("callSignalAddress");
+            (
+                tshark::values_of(tree.iter().copied(), "ip"),
+                tshark::values_of(tree.iter().copied(), label),
+            )
+        };
+        assert_eq!(
+            of(rrq, "port"),
+            (vec!["127.1.0.5".to_string()], vec!["1720".to_string()]),
+            "the phone's own\n{}",
+            rrq.text()
+        );
+        assert_eq!(
+            of(rcf, "port"),
+            (vec!["127.0.1.1".to_string()], vec![port.to_string()]),
+            "{mode}: the C-LAN's\n{}",
+            rcf.text()
+        );
+    }
+}

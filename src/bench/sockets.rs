@@ -16,8 +16,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use clap::Parser;
-
 use crate::config;
 use crate::storm::report::Report;
 use crate::storm::{self, StormArgs};
@@ -112,11 +110,6 @@ pub struct Sockets {
 /// `rasgk storm --sockets` with the README's options for `phones` phones, `tts_share` of
 /// them TTS, holding their sockets 2 s after the last registration.
 pub fn storm_args(phones: usize, tts_share: f64) -> Result<StormArgs, String> {
-    #[derive(Parser)]
-    struct Command {
-        #[command(flatten)]
-        storm: StormArgs,
-    }
     let phones = phones.to_string();
     let share = tts_share.to_string();
     let line = [
@@ -135,9 +128,7 @@ pub fn storm_args(phones: usize, tts_share: f64) -> Result<StormArgs, String> {
         "--duration",
         "2",
     ];
-    Command::try_parse_from(line)
-        .map(|command| command.storm)
-        .map_err(|e| format!("the socket storm's options: {e}"))
+    super::storm::parse_storm_line(&line).map_err(|e| format!("the socket storm's options: {e}"))
 }
 
 /// Runs one storm against a fresh gatekeeper of [`TOPOLOGY`] with `setup_ms`.

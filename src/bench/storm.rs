@@ -72,11 +72,6 @@ impl Storm {
 
 /// `rasgk storm`'s options as the README's command gives them, for `phones` phones.
 pub fn storm_args(phones: usize) -> Result<StormArgs, String> {
-    #[derive(Parser)]
-    struct Command {
-        #[command(flatten)]
-        storm: StormArgs,
-    }
     let phones = phones.to_string();
     let line = [
         "rasgk storm",
@@ -95,9 +90,17 @@ pub fn storm_args(phones: usize) -> Result<StormArgs, String> {
         "--from",
         "600000",
     ];
-    Command::try_parse_from(line)
-        .map(|command| command.storm)
-        .map_err(|e| format!("the storm's options: {e}"))
+    parse_storm_line(&line).map_err(|e| format!("the storm's options: {e}"))
+}
+
+/// `rasgk storm`'s options from a command line (its first word the command's name).
+pub(super) fn parse_storm_line(line: &[&str]) -> Result<StormArgs, clap::Error> {
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        storm: StormArgs,
+    }
+    Command::try_parse_from(line).map(|command| command.storm)
 }
 
 /// Runs the storm against a gatekeeper of [`TOPOLOGY`] started here, then reads back what

@@ -329,30 +329,18 @@ impl Gatekeeper {
         let Some(ip) = self.registry.get(key).map(|r| r.source.ip()) else {
             return;
         };
-        self.signalling.phones.insert(
-            key,
-            PhoneSocket {
-                state: Phase::None,
-                since_rcf: Some(now),
-                tried: Vec::new(),
-                backoff: TTS_BACKOFF_FIRST,
-            },
-        );
+        self.signalling
+            .phones
+            .insert(key, PhoneSocket::new(Some(now)));
         self.signalling
             .set_phase(key, Phase::Waiting(clan), Some((clan, ip)));
     }
 
     /// Socket mode: a TTS phone that has just registered is set up (§4).
     pub(super) fn await_tts_setup(&mut self, now: Instant, key: u64) {
-        self.signalling.phones.insert(
-            key,
-            PhoneSocket {
-                state: Phase::None,
-                since_rcf: Some(now),
-                tried: Vec::new(),
-                backoff: TTS_BACKOFF_FIRST,
-            },
-        );
+        self.signalling
+            .phones
+            .insert(key, PhoneSocket::new(Some(now)));
         self.start_tts_round(now, key);
     }
 
@@ -589,15 +577,7 @@ impl Gatekeeper {
     /// A TTS phone whose place is already counted on `clan` (restored) waits for its
     /// set-up there.
     fn await_tts_setup_at(&mut self, now: Instant, key: u64, clan: ClanIdx) {
-        self.signalling.phones.insert(
-            key,
-            PhoneSocket {
-                state: Phase::None,
-                since_rcf: None,
-                tried: Vec::new(),
-                backoff: TTS_BACKOFF_FIRST,
-            },
-        );
+        self.signalling.phones.insert(key, PhoneSocket::new(None));
         self.signalling.set_phase(key, Phase::Queued(clan), None);
         self.pump(now, clan);
     }

@@ -228,6 +228,18 @@ pub(super) struct PhoneSocket {
     pub backoff: Duration,
 }
 
+impl PhoneSocket {
+    /// A phone with no socket yet, its time to service counted from `since_rcf`.
+    pub fn new(since_rcf: Option<Instant>) -> PhoneSocket {
+        PhoneSocket {
+            state: Phase::None,
+            since_rcf,
+            tried: Vec::new(),
+            backoff: TTS_BACKOFF_FIRST,
+        }
+    }
+}
+
 /// [`SocketState`] with what each state holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {

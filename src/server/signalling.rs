@@ -332,8 +332,8 @@ async fn connect(
             return;
         }
     };
-    let connecting = socket.connect(to);
-    tokio::pin!(connecting);
+    // Boxed, so that it can be dropped (closing the socket) before the core hears.
+    let mut connecting = Box::pin(socket.connect(to));
     let connected = tokio::select! {
         connected = &mut connecting => connected,
         // The core gave up on it (timeout, unregistration).
