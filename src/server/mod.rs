@@ -361,10 +361,16 @@ impl Server {
                     }
                 }
             }
-            connections.execute(&mut gatekeeper);
+            let commanded = connections.execute(&mut gatekeeper);
             for event in gatekeeper.drain_events() {
                 // No watcher connected is not an error.
                 let _ = events.send(Arc::new(event));
+            }
+            if commanded {
+                // On one thread the connection tasks run only when this task yields, and
+                // under a storm of RAS it always has a datagram to read: let connects and
+                // writes go out now rather than after the storm.
+                tokio::task::yield_now().await;
             }
         }
         tasks.abort_all();

@@ -191,9 +191,25 @@ impl Connections {
         }
     }
 
-    /// Carries out what the core asked for.
-    pub fn execute(&mut self, gatekeeper: &mut Gatekeeper) {
-        for command in gatekeeper.take_commands() {
+    /// Carries out what the core asked for; whether it asked for anything (then the
+    /// connection tasks have work, and the state task should let them run).
+    pub fn execute(&mut self, gatekeeper: &mut Gatekeeper) -> bool {
+        let mut any = false;
+        // A connect refused for want of descriptors makes the core ask for the next one at
+        // once: carry that out too (each round takes the phone to a C-LAN it has not
+        // tried, so the rounds are few).
+        loop {
+            let commands = gatekeeper.take_commands();
+            if commands.is_empty() {
+                return any;
+            }
+            any = true;
+            self.carry_out(gatekeeper, commands);
+        }
+    }
+
+    fn carry_out(&mut self, gatekeeper: &mut Gatekeeper, commands: Vec<Command>) {
+        for command in commands {
             match command {
                 Command::Connect { id, .. } if self.orders.len() >= self.max_connections => {
                     // No descriptor to spare: the attempt fails and the phone's set-up moves
