@@ -1,10 +1,12 @@
 //! The tokio glue around the protocol core: one UDP socket on the discovery address and one
 //! on every C-LAN address (an RRQ is served by the C-LAN it arrived at), optional multicast
-//! discovery, the admin HTTP port, and graceful shutdown.
+//! discovery, the admin HTTP port, in socket mode a TCP listener on every C-LAN's
+//! signalling address (`signalling.rs`), and graceful shutdown.
 //!
 //! ```text
 //!   UDP sockets ◀──readiness──▶ state task (owns Gatekeeper): try_recv_from → handle → try_send_to
 //!   admin HTTP  ──handlers────▶ mpsc ──▶ state task ──oneshot──▶ JSON
+//!   TCP tasks   ──events──────▶ mpsc ──▶ state task ──Command──▶ connection tasks
 //! ```
 //!
 //! One task owns the [`Gatekeeper`]; nothing else touches it, so there are no locks. That
