@@ -37,8 +37,9 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// The empty TPKT frame (RFC 1006 header, version 3, length 4) that puts a socket in service.
-pub const SERVICE_FRAME: [u8; 4] = [3, 0, 0, 4];
+/// The empty TPKT frame that puts a socket in service: what the gatekeeper writes when the
+/// socket's establishment completes.
+pub const SERVICE_FRAME: [u8; 4] = crate::tpkt::EMPTY;
 
 /// Connections waiting in the TTS phones' listener's queue before the kernel holds further
 /// ones back (SYNs unanswered, the gatekeeper's side in SYN-SENT), when the phones are slow
