@@ -273,21 +273,9 @@ impl Gatekeeper {
     /// once and it stays registered without one; a non-TTS phone may connect again, a TTS
     /// phone is set up again.
     fn socket_lost(&mut self, now: Instant, key: u64, how: Closing) {
-        let Some(clan) = self.signalling.phase(key).clan() else {
+        let Some((clan, tts)) = self.free_place(key, how) else {
             return;
         };
-        self.signalling.count_closed(how);
-        let (tts, waiting_at) = match self.registry.get_mut(key) {
-            Some(registration) => {
-                registration.socket = None;
-                let at = (!registration.tts)
-                    .then_some((registration.registered_via, registration.source.ip()));
-                (registration.tts, at)
-            }
-            None => (false, None),
-        };
-        self.loads.remove_socket(clan);
-        self.signalling.set_phase(key, Phase::None, waiting_at);
         if self.events.watched() {
             self.events.push(Event::SocketClosed {
                 endpoint_id: registry::endpoint_id_text(key),
@@ -305,15 +293,9 @@ impl Gatekeeper {
     /// next candidate of §4 (one not tried in this round) is queued, or the phone waits for
     /// its next round.
     fn attempt_failed(&mut self, now: Instant, key: u64, how: Closing) {
-        let Some(clan) = self.signalling.phase(key).clan() else {
+        let Some((clan, _)) = self.free_place(key, how) else {
             return;
         };
-        self.signalling.count_closed(how);
-        self.loads.remove_socket(clan);
-        if let Some(registration) = self.registry.get_mut(key) {
-            registration.socket = None;
-        }
-        self.signalling.set_phase(key, Phase::None, None);
         if let Some(phone) = self.signalling.phones.get_mut(&key) {
             phone.tried.push(clan);
         }
@@ -321,6 +303,26 @@ impl Gatekeeper {
             self.back_off(now, key);
         }
         self.pump(now, clan);
+    }
+
+    /// Frees the place a phone's socket (or set-up) held, counting why it ended: the phone
+    /// is left registered without a place, a non-TTS phone free to connect again. Its C-LAN
+    /// and whether it is TTS; `None` when it held no place.
+    fn free_place(&mut self, key: u64, how: Closing) -> Option<(ClanIdx, bool)> {
+        let clan = self.signalling.phase(key).clan()?;
+        self.signalling.count_closed(how);
+        let (tts, waiting_at) = match self.registry.get_mut(key) {
+            Some(registration) => {
+                registration.socket = None;
+                let at = (!registration.tts)
+                    .then_some((registration.registered_via, registration.source.ip()));
+                (registration.tts, at)
+            }
+            None => (false, None),
+        };
+        self.loads.remove_socket(clan);
+        self.signalling.set_phase(key, Phase::None, waiting_at);
+        Some((clan, tts))
     }
 
     /// Socket mode: the place of a non-TTS phone that has just registered at `clan` (already
@@ -369,11 +371,10 @@ impl Gatekeeper {
             .signalling
             .phones
             .get(&key)
-            .map(|p| p.tried.clone())
-            .unwrap_or_default();
+            .map_or(&[][..], |p| &p.tried[..]);
         let tiers = self.topology.tiers(registration.region);
         let Some(clan) =
-            policy::choose_tts_clan_except(&tiers, &self.loads, &registration.agl, &tried)
+            policy::choose_tts_clan_except(&tiers, &self.loads, &registration.agl, tried)
         else {
             return false;
         };
