@@ -16,7 +16,8 @@ use rasgk::{config, inspect, pcap, replay, server, status as admin_status};
     long_about = "rasgk emulates an H.323 RAS gatekeeper: it spreads IP phones over C-LAN \
                   interfaces by Avaya Communication Manager's rules (GCF choice, AGL, TTS \
                   sockets) and places outbound trunk calls across cluster nodes by Cisco \
-                  CUCM's route-local rule."
+                  CUCM's route-local rule. The rules, with every assumption marked, are \
+                  written down in docs/rules.md of its source."
 )]
 struct Cli {
     #[command(subcommand)]

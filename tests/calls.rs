@@ -1,4 +1,4 @@
-//! Outbound trunk calls (domain.md §6) in virtual time: phones registered at C-LANs on
+//! Outbound trunk calls (docs/rules.md §10) in virtual time: phones registered at C-LANs on
 //! cluster nodes send ARQs for dialled numbers; the ACF names the node that places the call.
 //! The three use cases of Cisco's document on CUCM node selection, the random spread among
 //! remote nodes, "run on all nodes", route-group distribution, ARJ and DRQ.

@@ -1,4 +1,4 @@
-//! A flood on loopback (domain.md §7): one source sends 100,000 GRQs as fast as it can
+//! A flood on loopback (docs/rules.md §12): one source sends 100,000 GRQs as fast as it can
 //! while `rasgk storm` registers 1,000 well-behaved phones against a `rasgk serve` on
 //! 127.0.71.x with `[limits]` set. Every phone must register once; the flooder gets no more
 //! answers than its token bucket allows; and the core's tables — cached replies,

@@ -1,4 +1,4 @@
-//! The malformed corpus through the real UDP server (domain.md §7): every truncation and
+//! The malformed corpus through the real UDP server (docs/rules.md §12.1): every truncation and
 //! every single-bit flip of every fixture message — one of each message of
 //! `tests/support/messages.rs` and every datagram of `fixtures/replay/storm-20.pcap` — plus
 //! seeded random splices of two of them and a few oversized datagrams, sent to a `rasgk

@@ -1,4 +1,4 @@
-//! Property tests of the placement rules (domain.md §1, §3, §4) over random topologies and
+//! Property tests of the placement rules (docs/rules.md §4, §6, §7) over random topologies and
 //! random arrival orders: the pure policy functions against brute-force readings of the
 //! rules, and the whole core against the invariants of the loads.
 
@@ -165,7 +165,7 @@ fn loads_of(config: &Config, fill: &[(u32, u32)]) -> Loads {
     }))
 }
 
-/// The tiers of domain.md §1 read straight from the links, for comparison.
+/// The tiers of docs/rules.md §2.3 read straight from the links, for comparison.
 fn tiers_by_hand(config: &Config, home: u16) -> (Vec<u16>, Vec<u16>) {
     let reaches = |link: &Link| {
         if link.near == home {
@@ -196,8 +196,8 @@ fn tiers_by_hand(config: &Config, home: u16) -> (Vec<u16>, Vec<u16>) {
     (direct, indirect)
 }
 
-/// §1 by brute force: tier by tier; in a region (or a pooled tier) the best priority class
-/// with a candidate, then least loaded, then configuration order.
+/// docs/rules.md §4 by brute force: tier by tier; in a region (or a pooled tier) the best priority
+/// class with a candidate, then least loaded, then configuration order.
 fn choose_by_hand(config: &Config, loads: &Loads, home: u16) -> Option<usize> {
     let (direct, indirect) = tiers_by_hand(config, home);
     let best = |regions: &[u16]| {
@@ -226,8 +226,8 @@ fn tier_of(tiers: &Tiers, region: u16) -> usize {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
-    /// GCF choice is exactly the brute-force reading of §1: a lower tier only when no higher
-    /// tier has room, and within a region the least loaded C-LAN of the best priority class.
+    /// GCF choice is exactly the brute-force reading of docs/rules.md §4: a lower tier only when no
+    /// higher tier has room, and within a region the least loaded C-LAN of the best priority class.
     #[test]
     fn gcf_choice_follows_the_tiers(
         config in topology(),

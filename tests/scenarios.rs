@@ -1,4 +1,4 @@
-//! Scenario tests of the gatekeeper core in virtual time (domain.md §1–5, §7): a clock that
+//! Scenario tests of the gatekeeper core in virtual time (docs/rules.md §2–9, §11–12): a clock that
 //! only moves when a test moves it, phones that are plain values, and no sockets.
 
 use std::net::SocketAddr;

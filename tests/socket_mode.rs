@@ -1,4 +1,4 @@
-//! Socket mode in the core, in virtual time (rules: "Socket mode"): connection events go in
+//! Socket mode in the core, in virtual time (docs/rules.md §8): connection events go in
 //! as values, commands come out, no socket is opened. Attribution, the cap against racing
 //! connections, at most `max_setups_per_clan` establishments per C-LAN, TTS set-ups and
 //! their failures, the life of a socket, and time to service.
@@ -326,7 +326,8 @@ fn tts_set_ups_run_five_at_a_time_per_clan_and_the_rest_wait_in_order() {
             _ => None,
         })
         .collect();
-    // Balanced over a and b (§4: least loaded), five in flight on each, the rest queued.
+    // Balanced over a and b (docs/rules.md §7.1: least loaded), five in flight on each, the rest
+    // queued.
     assert_eq!(connects.len(), 10);
     assert_eq!(lab.sockets("a"), (7, 0, 5, 2));
     assert_eq!(lab.sockets("b"), (7, 0, 5, 2));

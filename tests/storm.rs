@@ -165,9 +165,9 @@ fn check_phones(served: &Served, report: &Value, phones: usize) {
         .collect();
     assert_eq!(aliases, expected);
 
-    // The rules: a non-TTS phone's socket is where its RRQ went, in its home region (there
-    // is room everywhere); a TTS phone's socket is an AGL entry of its home or a directly
-    // linked region.
+    // The rules (docs/rules.md §5.4, §7.1): a non-TTS phone's socket is where its RRQ went,
+    // in its home region (there is room everywhere); a TTS phone's socket is an AGL entry of
+    // its home or a directly linked region.
     let region_of: HashMap<&str, u64> = clans
         .iter()
         .map(|c| (c["name"].as_str().unwrap(), c["region"].as_u64().unwrap()))

@@ -1,4 +1,4 @@
-//! Outbound calls through trunks (domain.md §6): which node of the cluster places a call.
+//! Outbound calls through trunks (docs/rules.md §10): which node of the cluster places a call.
 //!
 //! Pure rules and their bookkeeping, no I/O and no clock; the gatekeeper core asks them when
 //! an ARQ's `destinationInfo` is no registered alias.

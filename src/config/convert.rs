@@ -21,7 +21,7 @@ use super::model::{
     Region, RegionId, SocketMode, TtsRule,
 };
 
-/// Region numbers allowed by domain.md ("an integer 1..=2000").
+/// Region numbers allowed (docs/rules.md §1: "a number from 1 to 2000").
 const REGION_IDS: std::ops::RangeInclusive<i64> = 1..=2000;
 /// Longest `gatekeeperIdentifier` (H.225.0: BMPString of 1..128 characters).
 const MAX_GATEKEEPER_ID: usize = 128;

@@ -1,4 +1,4 @@
-//! The config file as written: serde structs mirroring domain.md §8 key for key.
+//! The config file as written: serde structs mirroring the keys of docs/rules.md §15 one for one.
 //!
 //! Nothing here is checked beyond what serde does (types, unknown keys, required keys);
 //! addresses and networks stay text and region numbers stay wide integers, so that

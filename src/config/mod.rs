@@ -1,4 +1,4 @@
-//! The gatekeeper's configuration: the TOML file of domain.md §8 and the checked model the
+//! The gatekeeper's configuration: the TOML file of docs/rules.md §15 and the checked model the
 //! core runs on.
 //!
 //! - `file`: the file as written (serde structs, defaults).

@@ -66,7 +66,7 @@ impl std::fmt::Debug for AliasPassword {
     }
 }
 
-/// `[limits]`: the bounds on what peers can make the gatekeeper hold and send (domain.md §7).
+/// `[limits]`: the bounds on what peers can make the gatekeeper hold and send (docs/rules.md §12).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// RAS datagrams per second one source IP may send; `None`: no rate limit.
@@ -103,7 +103,7 @@ impl Default for Limits {
     }
 }
 
-/// How GCF choice walks the regions of a tier (domain.md §1.3).
+/// How GCF choice walks the regions of a tier (docs/rules.md §4.1, §4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TierMode {
@@ -113,7 +113,7 @@ pub enum TierMode {
     Pooled,
 }
 
-/// How TTS sockets are kept (domain.md §4).
+/// How phones' sockets are kept (docs/rules.md §8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SocketMode {

@@ -1,4 +1,4 @@
-//! The call-routing sections of the config file (domain.md §6): `[[node]]`, `[[trunk]]`,
+//! The call-routing sections of the config file (docs/rules.md §10): `[[node]]`, `[[trunk]]`,
 //! `[[route_group]]`, `[[route_list]]` and `[[route_pattern]]`, checked in that order, each
 //! naming only what the sections before it define.
 //!

@@ -1,6 +1,6 @@
 //! The AGLs handed out, held once each: registrations given the same AGL share it.
 //!
-//! An AGL is a list of C-LANs built per phone (domain.md §3), but a region's phones get one
+//! An AGL is a list of C-LANs built per phone (docs/rules.md §6), but a region's phones get one
 //! of a handful of lists — the same tiers, rotated — so 100,000 registrations hold a few
 //! dozen distinct AGLs. Each registration keeps a reference-counted pointer to its list
 //! instead of a copy of it; lists no registration holds any more are dropped as the table

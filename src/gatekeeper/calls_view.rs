@@ -1,4 +1,4 @@
-//! What the admin port shows of outbound trunk calls (domain.md §6): the calls in progress
+//! What the admin port shows of outbound trunk calls (docs/rules.md §10): the calls in progress
 //! (`/api/calls`) and each trunk's calls per node (`/api/trunks`).
 
 use std::net::SocketAddr;

@@ -290,8 +290,8 @@ impl Gatekeeper {
     }
 
     /// A TTS attempt on its C-LAN ended without a socket: the place there is freed, and the
-    /// next candidate of §4 (one not tried in this round) is queued, or the phone waits for
-    /// its next round.
+    /// next candidate of docs/rules.md §7.1 (one not tried in this round) is queued, or the phone
+    /// waits for its next round.
     fn attempt_failed(&mut self, now: Instant, key: u64, how: Closing) {
         let Some((clan, _)) = self.free_place(key, how) else {
             return;
@@ -338,7 +338,7 @@ impl Gatekeeper {
             .set_phase(key, Phase::Waiting(clan), Some((clan, ip)));
     }
 
-    /// Socket mode: a TTS phone that has just registered is set up (§4).
+    /// Socket mode: a TTS phone that has just registered is set up (docs/rules.md §8.4).
     pub(super) fn await_tts_setup(&mut self, now: Instant, key: u64) {
         self.signalling
             .phones
@@ -361,8 +361,8 @@ impl Gatekeeper {
         }
     }
 
-    /// Queues a TTS phone's set-up on the best candidate of §4 it has not tried in this
-    /// round, holding its place there; `false` when none is left.
+    /// Queues a TTS phone's set-up on the best candidate of docs/rules.md §7.1 it has not tried in
+    /// this round, holding its place there; `false` when none is left.
     fn queue_tts(&mut self, now: Instant, key: u64) -> bool {
         let Some(registration) = self.registry.get(key) else {
             return false;

@@ -1,4 +1,4 @@
-//! GRQ → GCF / GRJ (domain.md §1): the C-LAN a phone is sent to, and the reservation that
+//! GRQ → GCF / GRJ (docs/rules.md §4): the C-LAN a phone is sent to, and the reservation that
 //! keeps a burst of GRQs from all landing on the same C-LAN.
 
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! The gatekeeper's protocol core: every rule of domain.md §1–5 and §7, with no I/O.
+//! The gatekeeper's protocol core: every rule of docs/rules.md §2–9 and §11–13, with no I/O.
 //!
 //! ```text
 //!   datagram (now, local, from) ──▶ Gatekeeper::handle ──▶ Vec<Transmit> (local, to, octets)
@@ -18,7 +18,7 @@
 //! socket, outbound trunk calls in progress ([`crate::calls`]) and the per-source rate limit
 //! ([`rate_limit`]). The rules themselves are the pure functions of [`policy`].
 //!
-//! Bad input (domain.md §7) stops in [`Gatekeeper::handle`]: a source over its rate is
+//! Bad input (docs/rules.md §12) stops in [`Gatekeeper::handle`]: a source over its rate is
 //! dropped unread, an oversized or undecodable datagram is counted by what was wrong with it
 //! ([`stats::BadDatagram`]) and dropped or answered with XRS, and every reply to a source
 //! without a registration passes the reflection bound of `[limits] reflection_ratio`.
@@ -242,7 +242,7 @@ pub struct Gatekeeper {
     expiries: Expiries,
     next_seq: u16,
     rng: ChaCha8Rng,
-    /// Outbound trunk calls in progress (domain.md §6), with their own generator.
+    /// Outbound trunk calls in progress (docs/rules.md §10), with their own generator.
     calls: Calls,
     /// Where replies' octets are kept (sent, and held for retransmissions).
     arena: Arena,
@@ -894,9 +894,9 @@ impl Gatekeeper {
             .ok_or_else(|| UnknownClan(name.to_string()))
     }
 
-    /// Takes a C-LAN out of service or back into service (domain.md §5). Out of service: its
-    /// reservations are dropped and each phone with a socket on it is unregistered with a
-    /// gatekeeper-sent URQ carrying its new AGL; its load drops to 0. Back in service: no
+    /// Takes a C-LAN out of service or back into service (docs/rules.md §9.1, §9.2). Out of
+    /// service: its reservations are dropped and each phone with a socket on it is unregistered
+    /// with a gatekeeper-sent URQ carrying its new AGL; its load drops to 0. Back in service: no
     /// rebalancing.
     pub fn set_in_service(
         &mut self,

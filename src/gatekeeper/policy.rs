@@ -1,4 +1,4 @@
-//! The rules of domain.md §1, §3 and §4 as pure functions of the topology and the loads:
+//! The rules of docs/rules.md §4, §6 and §7 as pure functions of the topology and the loads:
 //! which C-LAN goes into a GCF, which C-LANs make up an AGL, and which AGL entry gets a TTS
 //! phone's socket. Nothing here changes state; the random AGL offsets come from the caller's
 //! generator, so a seeded run is reproducible.
@@ -9,9 +9,9 @@ use super::load::Loads;
 use super::topology::{ClanIdx, Tiers};
 use crate::config::{AglQuotas, TierMode};
 
-/// The C-LAN a GCF names (§1): the first tier with a candidate; within it, by `mode`, the
-/// first region in order with one (`Ordered`) or the best across the tier (`Pooled`); within
-/// a region the least loaded C-LAN of the best priority class, ties by configuration order.
+/// The C-LAN a GCF names (docs/rules.md §4.1, §4.2): the first tier with a candidate; within it, by
+/// `mode`, the first region in order with one (`Ordered`) or the best across the tier (`Pooled`);
+/// within a region the least loaded C-LAN of the best priority class, ties by configuration order.
 /// `None`: no C-LAN anywhere has room (GRJ `resourceUnavailable`).
 pub fn choose_clan(tiers: &Tiers, loads: &Loads, mode: TierMode) -> Option<ClanIdx> {
     for regions in tiers.groups() {
@@ -29,8 +29,8 @@ pub fn choose_clan(tiers: &Tiers, loads: &Loads, mode: TierMode) -> Option<ClanI
     None
 }
 
-/// The AGL of a phone (§3): for each group (home, direct, indirect) the C-LANs that can take
-/// a phone, in configuration order, cut cyclically from a random offset, up to the group's
+/// The AGL of a phone (docs/rules.md §6.1): for each group (home, direct, indirect) the C-LANs that
+/// can take a phone, in configuration order, cut cyclically from a random offset, up to the group's
 /// quota and the total `max`.
 pub fn build_agl(
     tiers: &Tiers,
@@ -60,9 +60,9 @@ pub fn build_agl(
     agl
 }
 
-/// The C-LAN of a TTS phone's socket (§4): among its AGL entries that can take a phone, first
-/// the home- and direct-region ones, then the indirect-region ones; within a group the best
-/// priority class, then the least loaded, then AGL order. `None`: no entry has room now.
+/// The C-LAN of a TTS phone's socket (docs/rules.md §7.1): among its AGL entries that can take a
+/// phone, first the home- and direct-region ones, then the indirect-region ones; within a group the
+/// best priority class, then the least loaded, then AGL order. `None`: no entry has room now.
 pub fn choose_tts_clan(tiers: &Tiers, loads: &Loads, agl: &[ClanIdx]) -> Option<ClanIdx> {
     choose_tts_clan_except(tiers, loads, agl, &[])
 }

@@ -1,7 +1,7 @@
-//! The per-source rate limit (domain.md §7: nothing a peer sends may grow memory or work
-//! without bound): a token bucket per source IP address, refilled at `rate_per_source` tokens
-//! a second up to `burst_per_source`. A datagram that finds its source's bucket empty is
-//! dropped before it is even read.
+//! The per-source rate limit (docs/rules.md §12.3; §12: nothing a peer sends may grow memory or
+//! work without bound): a token bucket per source IP address, refilled at `rate_per_source` tokens
+//! a second up to `burst_per_source`. A datagram that finds its source's bucket empty is dropped
+//! before it is even read.
 //!
 //! The table of buckets is bounded by `max_sources`. When it is full, a new source takes the
 //! place of the oldest one, with a second chance (the CLOCK rule) for a source seen since the

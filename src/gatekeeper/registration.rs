@@ -1,5 +1,5 @@
 //! RRQ → RCF / RRJ, URQ → UCF / URJ, and where a registered phone's socket goes
-//! (domain.md §2–4). Also the small ARQ answer that holds until call placement lands.
+//! (docs/rules.md §5–7). Also the small ARQ answer that holds until call placement lands.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -194,7 +194,7 @@ impl Gatekeeper {
         })
     }
 
-    /// Where section 1 would send this phone now, as `altGKInfo`.
+    /// Where GCF choice (docs/rules.md §4.1) would send this phone now, as `altGKInfo`.
     fn alternative(&self, region: u16) -> Option<AltGkInfo> {
         let tiers = self.topology.tiers(region);
         let clan = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode)?;
@@ -371,7 +371,8 @@ impl Gatekeeper {
             .expect("the registration was stored just above")
     }
 
-    /// Gives a TTS phone its socket on one of its AGL entries (§4), or queues it for a retry.
+    /// Gives a TTS phone its socket on one of its AGL entries (docs/rules.md §7), or queues it
+    /// for a retry.
     fn place_tts(&mut self, now: Instant, key: u64) {
         let Some(registration) = self.registry.get(key) else {
             return;
@@ -470,7 +471,7 @@ impl Gatekeeper {
     /// An ARQ from a registered endpoint: a registered alias in `destinationInfo` gets
     /// that endpoint's call signalling address; otherwise the dialled digits go through
     /// digit analysis to a trunk, and the ACF names the node that places the call
-    /// (domain.md §6). No pattern: ARJ `calledPartyNotRegistered`; every trunk busy: ARJ
+    /// (docs/rules.md §10). No pattern: ARJ `calledPartyNotRegistered`; every trunk busy: ARJ
     /// `resourceUnavailable`.
     pub(super) fn admission_request(
         &mut self,

@@ -1,4 +1,4 @@
-//! The GCF reservations (domain.md §1), one per RAS source, with the order they run out in,
+//! The GCF reservations (docs/rules.md §4.3), one per RAS source, with the order they run out in,
 //! so that at `[limits] max_reservations` the oldest one can make room for a new one.
 //!
 //! A flood of GRQs from one source only ever holds one reservation (each replaces the last);

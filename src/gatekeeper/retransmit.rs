@@ -1,4 +1,4 @@
-//! The retransmission cache (domain.md §2): a request from the same source to the same local
+//! The retransmission cache (docs/rules.md §5.9): a request from the same source to the same local
 //! address with the same `requestSeqNum` and the same octets within the hold time gets the
 //! reply it got the first time, and changes nothing. Bounded in time and in entries
 //! (`[limits] max_cached_replies`, stale slots included); when full, the oldest entry goes

@@ -1,4 +1,4 @@
-//! Socket mode (`sockets = "tcp"`, rules.md "Socket mode"): the phones' real TCP signalling
+//! Socket mode (`sockets = "tcp"`, docs/rules.md §8): the phones' real TCP signalling
 //! connections, as the core sees them. No I/O here either: the glue reports what the OS did
 //! — a connection accepted on a C-LAN's signalling address, a connect that completed or
 //! failed, octets read, a close — and takes [`Command`]s back (open a connection from this
@@ -14,7 +14,8 @@
 //!
 //! **Places.** A C-LAN's load counts a *place* for every phone whose socket is there or on
 //! its way there: in count mode that place is the socket; in socket mode it is held from
-//! the RCF (non-TTS: on the C-LAN the RRQ came to; TTS: where §4 puts it) and becomes an
+//! the RCF (non-TTS: on the C-LAN the RRQ came to; TTS: where docs/rules.md §7 puts it) and becomes
+//! an
 //! *established* socket when the connection is up and its establishment is over. So the
 //! cap holds in both modes by the same counter, and `established` says how many real
 //! sockets a C-LAN holds.

@@ -1,5 +1,5 @@
 //! What the admin port shows: the state of every C-LAN and registration at one moment, in
-//! the JSON shape of domain.md §8 (`/api/clans`, `/api/registrations`).
+//! the JSON shape of docs/rules.md §15 (`/api/clans`, `/api/registrations`).
 
 use std::net::SocketAddr;
 

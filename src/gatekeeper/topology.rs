@@ -1,6 +1,6 @@
 //! The fixed shape of the system, worked out once from the configuration: which regions each
-//! region reaches directly and indirectly (the tiers of domain.md §1), and which C-LANs belong
-//! to each tier, in configuration order (the arrays the AGL is cut from, §3).
+//! region reaches directly and indirectly (the tiers of docs/rules.md §2.3), and which C-LANs
+//! belong to each tier, in configuration order (the arrays an AGL is cut from, docs/rules.md §6.1).
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;

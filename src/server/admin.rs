@@ -1,4 +1,4 @@
-//! The admin HTTP port (axum): the JSON API of domain.md §8 and more, server-sent events, the
+//! The admin HTTP port (axum): the JSON API of docs/rules.md §15 and more, server-sent events, the
 //! Prometheus metrics and the live dashboard.
 //!
 //! Handlers never touch the gatekeeper: they ask the state task over a channel and await its
