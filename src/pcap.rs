@@ -1257,7 +1257,8 @@ mod tests {
         assert!(err.to_string().contains("/nonexistent/rasgk.pcap"), "{err}");
     }
 
-    /// The real third-party captures in the shared folder (never copied into the repo).
+    /// The real third-party captures in the shared folder beside the checkout (never copied
+    /// into the repository; README, *Third-party captures*); skipped, saying so, without it.
     #[test]
     fn real_captures_match_frames_tsv() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures");
@@ -1271,7 +1272,8 @@ mod tests {
             let tsv = dir.join(format!("{name}.frames.tsv"));
             let (Ok(bytes), Ok(tsv)) = (std::fs::read(&pcap), std::fs::read_to_string(&tsv)) else {
                 eprintln!(
-                    "skipping real capture {name}: {} or its .frames.tsv is missing",
+                    "skipping real capture {name}: {} or its .frames.tsv is missing \
+                     (README: Third-party captures)",
                     pcap.display()
                 );
                 continue;

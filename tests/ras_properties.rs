@@ -590,7 +590,10 @@ fn capture_fixtures() -> &'static [(String, Vec<u8>)] {
     static FIXTURES: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
     FIXTURES.get_or_init(|| {
         let Some(dir) = support::captures::dir() else {
-            eprintln!("skipping real captures: shared/captures not found");
+            eprintln!(
+                "skipping real captures: none in {}",
+                support::captures::LOOKED_IN
+            );
             return Vec::new();
         };
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

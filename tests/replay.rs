@@ -261,7 +261,10 @@ fn unreadable_capture_and_silent_target_exit_2() {
 #[test]
 fn shared_captures_replay_in_process_without_a_panic() {
     let Some(dir) = captures::dir() else {
-        eprintln!("skipping: shared/captures not found");
+        eprintln!(
+            "skipping shared_captures_replay_in_process_without_a_panic: no real captures in {}",
+            captures::LOOKED_IN
+        );
         return;
     };
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -1,9 +1,14 @@
 //! Where the real third-party captures are: `../shared/captures/` beside the checkout (as CI
 //! lays it out), or `/work/shared/captures` for a checkout elsewhere on a developer machine.
-//! They are read from there at test time and never copied into the repository.
+//! They are read from there at test time and never copied into the repository; where they
+//! come from is in the README, *Third-party captures*. A test that needs one and does not
+//! find it skips, saying so on standard error.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::path::{Path, PathBuf};
+
+/// Where the captures are looked for, as the skip messages say it.
+pub const LOOKED_IN: &str = "../shared/captures beside the checkout (README: Third-party captures)";
 
 /// The shared folder of real captures, if it is there.
 pub fn dir() -> Option<PathBuf> {
@@ -18,7 +23,7 @@ pub fn file(test: &str, name: &str) -> Option<PathBuf> {
     match dir().map(|d| d.join(name)) {
         Some(path) if path.is_file() => Some(path),
         _ => {
-            eprintln!("skipping {test}: real capture {name} not found in shared/captures");
+            eprintln!("skipping {test}: real capture {name} not found in {LOOKED_IN}");
             None
         }
     }
