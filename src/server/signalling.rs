@@ -1,5 +1,6 @@
 //! Socket mode's glue: the TCP listeners on every C-LAN's signalling address, one task per
-//! connection, and the TTS connects. It owns the file descriptors and decides nothing: every
+//! connection, and the TTS connects (started by the state task itself, a task waiting only
+//! for those still in progress). It owns the file descriptors and decides nothing: every
 //! event goes to the state task, which asks the core ([`Gatekeeper::accept`] and friends)
 //! and carries out the [`Command`]s that come back.
 //!
@@ -218,17 +219,7 @@ impl Connections {
                     gatekeeper.connect_failed(Instant::now(), id);
                 }
                 Command::Connect { id, from, to } => {
-                    let (orders, inbox) = mpsc::unbounded_channel();
-                    self.orders.insert(id, orders);
-                    let events = self.events.clone();
-                    tokio::spawn(connect(
-                        id,
-                        SocketAddr::new(from, 0),
-                        to,
-                        inbox,
-                        events,
-                        self.settings,
-                    ));
+                    self.connect(gatekeeper, id, SocketAddr::new(from, 0), to);
                 }
                 Command::Send { id, payload } => {
                     if let Some(orders) = self.orders.get(&id) {
@@ -241,6 +232,41 @@ impl Connections {
                         let _ = orders.send(Order::Close { reset });
                     }
                 }
+            }
+        }
+    }
+}
+
+impl Connections {
+    /// Starts a TTS connect from `from` (the C-LAN's IP) to `to` (the phone) here, in the
+    /// state task: a connect is one non-blocking system call. When the handshake is already
+    /// over on its return — on loopback and on a fast LAN it is — the core hears at once,
+    /// within the same round of commands, and the C-LAN's establishment slot goes to the
+    /// next set-up without a trip through the runtime; a refusal is likewise told at once.
+    /// Only a connect still in progress gets a task that waits for it.
+    fn connect(
+        &mut self,
+        gatekeeper: &mut Gatekeeper,
+        id: ConnectionId,
+        from: SocketAddr,
+        to: SocketAddr,
+    ) {
+        let (orders, inbox) = mpsc::unbounded_channel();
+        let events = self.events.clone();
+        match start_connect(from, to) {
+            Ok(Connecting::Established(stream)) => {
+                self.orders.insert(id, orders);
+                tokio::spawn(drive(id, stream, inbox, events, self.settings));
+                gatekeeper.connected(Instant::now(), id);
+            }
+            Ok(Connecting::InProgress(stream)) => {
+                self.orders.insert(id, orders);
+                tokio::spawn(connect(id, stream, inbox, events, self.settings));
+            }
+            Err(error) => {
+                // The socket is already gone: the core may give the slot on at once.
+                tracing::debug!(connection = %id, %from, %to, %error, "connect failed");
+                gatekeeper.connect_failed(Instant::now(), id);
             }
         }
     }
@@ -331,42 +357,87 @@ fn keep_alive(stream: &TcpStream, keepalive: Duration) {
     let _ = SockRef::from(stream).set_tcp_keepalive(&settings);
 }
 
-/// A TTS connect from `from` (the C-LAN's IP) to the phone, then its life as a connection.
+/// Where a connect stands when the system call returns.
+enum Connecting {
+    /// The handshake is over.
+    Established(TcpStream),
+    /// SYN sent, no answer yet.
+    InProgress(TcpStream),
+}
+
+/// Opens a socket on `from` and starts its connect to `to`; an error is a connect that
+/// failed at once (no descriptor, refused).
+fn start_connect(from: SocketAddr, to: SocketAddr) -> io::Result<Connecting> {
+    let socket = open_from(from)?;
+    match socket.connect(&to.into()) {
+        Ok(()) => {}
+        Err(error) if error.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(error) => return Err(error),
+    }
+    if let Some(error) = socket.take_error()? {
+        return Err(error);
+    }
+    // A peer name exists once the handshake is over (not in SYN-SENT).
+    let established = socket.peer_addr().is_ok();
+    let stream = TcpStream::from_std(std::net::TcpStream::from(socket))?;
+    Ok(if established {
+        Connecting::Established(stream)
+    } else {
+        Connecting::InProgress(stream)
+    })
+}
+
+/// A TTS connect still in progress: waits for its outcome (or the core giving up on it),
+/// tells the state task, then lives as a connection.
 async fn connect(
     id: ConnectionId,
-    from: SocketAddr,
-    to: SocketAddr,
+    stream: TcpStream,
     mut inbox: mpsc::UnboundedReceiver<Order>,
     events: mpsc::Sender<SocketEvent>,
     settings: Settings,
 ) {
-    let socket = match open_from(from) {
-        Ok(socket) => socket,
-        Err(error) => {
-            tracing::debug!(connection = %id, %from, %error, "cannot open a socket to connect");
-            let _ = events.send(SocketEvent::ConnectFailed(id)).await;
-            return;
-        }
-    };
-    // Boxed, so that it can be dropped (closing the socket) before the core hears.
-    let mut connecting = Box::pin(socket.connect(to));
-    let connected = tokio::select! {
-        connected = &mut connecting => connected,
+    let outcome = tokio::select! {
+        outcome = handshake(&stream) => outcome,
         // The core gave up on it (timeout, unregistration).
         _ = inbox.recv() => Err(io::Error::from(io::ErrorKind::Interrupted)),
     };
-    match connected {
-        Ok(stream) => {
+    match outcome {
+        Ok(()) => {
             if events.send(SocketEvent::Connected(id)).await.is_ok() {
                 drive(id, stream, inbox, events, settings).await;
             }
         }
         Err(error) => {
-            tracing::debug!(connection = %id, %to, %error, "connect failed or given up");
+            tracing::debug!(connection = %id, %error, "connect failed or given up");
             // The socket is gone before the core hears so: the core holds the C-LAN's
             // establishment slot until then.
-            drop(connecting);
+            drop(stream);
             let _ = events.send(SocketEvent::ConnectFailed(id)).await;
+        }
+    }
+}
+
+/// Completes when the handshake of a connect in progress is over, or failed.
+async fn handshake(stream: &TcpStream) -> io::Result<()> {
+    loop {
+        stream.writable().await?;
+        if let Some(error) = stream.take_error()? {
+            return Err(error);
+        }
+        // Readiness can be spurious: still in SYN-SENT, clear it and wait again.
+        let established = stream.try_io(tokio::io::Interest::WRITABLE, || {
+            stream.peer_addr().map(|_| ()).map_err(|error| {
+                if error.kind() == io::ErrorKind::NotConnected {
+                    io::ErrorKind::WouldBlock.into()
+                } else {
+                    error
+                }
+            })
+        });
+        match established {
+            Ok(()) => return Ok(()),
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(error) => return Err(error),
         }
     }
 }
@@ -374,13 +445,13 @@ async fn connect(
 /// A TCP socket bound to `from` (port 0), its port chosen only at connect time
 /// (`IP_BIND_ADDRESS_NO_PORT`), so thousands of connects from one C-LAN IP to different
 /// phones can share ports.
-fn open_from(from: SocketAddr) -> io::Result<tokio::net::TcpSocket> {
+fn open_from(from: SocketAddr) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(from), Type::STREAM, Some(Protocol::TCP))?;
     #[cfg(target_os = "linux")]
     bind_address_no_port(&socket);
     socket.set_nonblocking(true)?;
     socket.bind(&from.into())?;
-    Ok(tokio::net::TcpSocket::from_std_stream(socket.into()))
+    Ok(socket)
 }
 
 /// `IP_BIND_ADDRESS_NO_PORT`, best effort: without it each connect holds a port of the
