@@ -48,7 +48,8 @@ enum Command {
     /// the running configuration stays. [admin] and multicast changes need a restart.
     ///
     /// Access: [gatekeeper] strict_network_map refuses phones outside the network map;
-    /// [[password]] aliases must prove their password (H.235 cryptoEPPwdHash) to register;
+    /// [[password]] aliases must prove their password on every RRQ, URQ, ARQ, DRQ, BRQ and
+    /// IRR (H.235.1 procedure I HMAC-SHA1-96, or the MD5 cryptoEPPwdHash);
     /// [admin] listen off loopback requires [admin] token.
     ///
     /// Examples:
@@ -102,7 +103,7 @@ enum Command {
     ///   rasgk storm --target 127.0.9.1:1719 --admin 127.0.9.1:7000 --report-dir out/
     ///   rasgk storm --phones 40000 --tts-share 0.5 --tts-from 500000 --from 600000
     #[command(verbatim_doc_comment)]
-    Storm(rasgk::storm::StormArgs),
+    Storm(Box<rasgk::storm::StormArgs>),
     /// Measure every performance figure in one run, each beside its target.
     ///
     /// Echo ceiling: a minimal UDP echo responder (same runtime, socket options and batched
@@ -231,7 +232,7 @@ fn main() -> ExitCode {
         }
         Command::CheckConfig { file } => check_config(&file),
         Command::Status { admin, watch } => status(&admin, watch),
-        Command::Storm(args) => rasgk::storm::run(args),
+        Command::Storm(args) => rasgk::storm::run(*args),
         Command::Bench(args) => rasgk::bench::run(args),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
         Command::Replay(args) => replay::run(args),

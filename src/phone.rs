@@ -22,8 +22,8 @@ pub struct Phone {
     pub endpoint_id: Option<EndpointId>,
     /// `terminalType` is a gateway.
     pub gateway: bool,
-    /// Its H.235 password: when set, every RRQ carries a `cryptoEPPwdHash` token for its
-    /// first alias.
+    /// Its H.235 password: when set, every request that names it (RRQ, lightweight RRQ, URQ,
+    /// ARQ, DRQ) carries a `cryptoEPPwdHash` token for its first alias.
     pub password: Option<String>,
     /// The `timeStamp` of its tokens (UNIX seconds); `None`: the system clock at sending.
     pub token_time: Option<u32>,
@@ -362,7 +362,7 @@ impl Phone {
     /// A URQ for its own registration.
     pub fn urq(&mut self) -> Vec<u8> {
         let seq = self.next_seq();
-        encode(&ras::reply::unregistration_request(&ras::reply::Urq {
+        let mut urq = ras::reply::unregistration_request(&ras::reply::Urq {
             request_seq_num: seq,
             call_signal_address: &[self.call_signal_address],
             aliases: &self.aliases,
@@ -370,7 +370,9 @@ impl Phone {
             gatekeeper_id: self.gatekeeper_id.as_ref(),
             reason: None,
             agl: &[],
-        }))
+        });
+        self.authenticate(&mut urq);
+        encode(&urq)
     }
 
     /// An ARQ for an outbound call to `dialled` (digits), or `None` before the phone has an
@@ -379,7 +381,7 @@ impl Phone {
         let seq = self.next_seq();
         let endpoint_id = self.endpoint_id.as_ref()?;
         let destination = [Alias::dialled_digits(dialled).ok()?];
-        Some(encode(&request::admission_request(&request::Arq {
+        let mut arq = request::admission_request(&request::Arq {
             request_seq_num: seq,
             endpoint_id,
             destination: &destination,
@@ -391,14 +393,16 @@ impl Phone {
             },
             band_width: 1280,
             answer_call: false,
-        })))
+        });
+        self.authenticate(&mut arq);
+        Some(encode(&arq))
     }
 
     /// A DRQ ending the call `call_id`, or `None` before the phone has an endpoint id.
     pub fn drq(&mut self, call_id: [u8; 16]) -> Option<Vec<u8>> {
         let seq = self.next_seq();
         let endpoint_id = self.endpoint_id.as_ref()?;
-        Some(encode(&request::disengage_request(
+        let mut drq = request::disengage_request(
             seq,
             endpoint_id,
             request::Call {
@@ -406,7 +410,9 @@ impl Phone {
                 conference_id: call_id,
                 call_id,
             },
-        )))
+        );
+        self.authenticate(&mut drq);
+        Some(encode(&drq))
     }
 
     /// A UCF answering a gatekeeper-sent URQ.

@@ -190,6 +190,143 @@ fn a_lightweight_rrq_of_a_protected_alias_needs_its_token_too() {
     assert_eq!(lab.sockets(), 1, "a denied keep-alive unregisters nobody");
 }
 
+/// The reject reason of any reply, as the ASN.1 names it (`None` for a confirm).
+fn any_reject(octets: &[u8]) -> Option<String> {
+    use rasgk::ras::RasMessage as M;
+    let reason = match rasgk::ras::decode(octets).unwrap() {
+        M::registrationReject(m) => format!("{:?}", m.reject_reason),
+        M::unregistrationReject(m) => format!("{:?}", m.reject_reason),
+        M::admissionReject(m) => format!("{:?}", m.reject_reason),
+        M::disengageReject(m) => format!("{:?}", m.reject_reason),
+        M::bandwidthReject(m) => format!("{:?}", m.reject_reason),
+        M::infoRequestNak(m) => format!("{:?}", m.nak_reason),
+        _ => return None,
+    };
+    Some(reason.split('(').next().unwrap_or_default().to_string())
+}
+
+#[test]
+fn every_request_naming_a_protected_endpoint_needs_its_token() {
+    use rasgk::ras::{self, request, MessageKind};
+    let mut lab = Lab::new(|_| {});
+    let mut p = with_password(phone(2001, [127, 50, 0, 6]), "s3cret", EPOCH_S);
+    assert!(matches!(lab.rrq(&mut p), Answer::Rcf { .. }));
+    let mut callee = phone(2002, [127, 50, 0, 7]);
+    assert!(matches!(lab.rrq(&mut callee), Answer::Rcf { .. }));
+    let endpoint_id = p.endpoint_id.clone().expect("registered");
+    let call = |id: u8| request::Call {
+        call_reference_value: u16::from(id),
+        conference_id: [id; 16],
+        call_id: [id; 16],
+    };
+    // Every request of the phone, its tokens made with the phone's password as it is now.
+    let requests = |p: &mut Phone| -> Vec<(MessageKind, Vec<u8>)> {
+        let token = p
+            .password
+            .as_ref()
+            .map(|secret| ras::h235::ep_pwd_hash(&p.aliases[0], secret, EPOCH_S as u32).unwrap());
+        let with_token = |mut message: ras::RasMessage| {
+            if let Some(token) = &token {
+                request::set_crypto_tokens(&mut message, vec![token.clone()]);
+            }
+            ras::encode(&message).unwrap()
+        };
+        let brq = with_token(request::bandwidth_request(
+            p.next_seq(),
+            &endpoint_id,
+            call(1),
+            640,
+        ));
+        let mut irr = request::info_request_response(
+            p.next_seq(),
+            &endpoint_id,
+            p.ras_address,
+            p.call_signal_address,
+            &p.aliases,
+            true,
+        );
+        if let ras::RasMessage::infoRequestResponse(irr) = &mut irr {
+            irr.need_response = Some(true);
+        }
+        let irr = with_token(irr);
+        vec![
+            (MessageKind::Rrq, p.keep_alive().unwrap()),
+            (MessageKind::Arq, p.arq("2002", [1; 16]).unwrap()),
+            (MessageKind::Drq, p.drq([1; 16]).unwrap()),
+            (MessageKind::Brq, brq),
+            (MessageKind::Irr, irr),
+            (MessageKind::Urq, p.urq()),
+        ]
+    };
+    let source = p.ras_address;
+    let send = |lab: &mut Lab, datagram: &[u8]| {
+        lab.gatekeeper.handle(lab.now, addr(CLAN), source, datagram)
+    };
+    for secret in [Some("guess"), None] {
+        p.password = secret.map(str::to_string);
+        for (kind, datagram) in requests(&mut p) {
+            let out = send(&mut lab, &datagram);
+            assert_eq!(out.len(), 1, "{kind:?} with {secret:?}: one answer");
+            assert_eq!(
+                any_reject(&out[0].payload).as_deref(),
+                Some("securityDenial"),
+                "{kind:?} with {secret:?}"
+            );
+        }
+    }
+    // Still registered, with its socket: a denied request changes nothing.
+    assert_eq!(lab.gatekeeper.registrations().len(), 2);
+    assert_eq!(lab.sockets(), 2);
+    let stats = lab.gatekeeper.stats();
+    for kind in [
+        MessageKind::Rrq,
+        MessageKind::Arq,
+        MessageKind::Drq,
+        MessageKind::Brq,
+        MessageKind::Irr,
+        MessageKind::Urq,
+    ] {
+        assert_eq!(stats.security_denied[kind as usize], 2, "{kind:?}");
+    }
+    for message in ["RRJ", "URJ", "ARJ", "DRJ", "BRJ", "INAK"] {
+        assert_eq!(
+            stats.rejects.get(&format!("{message} securityDenial")),
+            Some(&2),
+            "{message}"
+        );
+    }
+    // An IRR asking for no answer is dropped, and counted.
+    let mut quiet = request::info_request_response(
+        p.next_seq(),
+        &endpoint_id,
+        p.ras_address,
+        p.call_signal_address,
+        &p.aliases,
+        true,
+    );
+    request::set_crypto_tokens(
+        &mut quiet,
+        vec![ras::h235::ep_pwd_hash(&p.aliases[0], "guess", EPOCH_S as u32).unwrap()],
+    );
+    assert!(send(&mut lab, &ras::encode(&quiet).unwrap()).is_empty());
+    assert_eq!(
+        lab.gatekeeper.stats().security_denied[MessageKind::Irr as usize],
+        3
+    );
+    // With the right password every one is answered as without passwords.
+    p.password = Some("s3cret".into());
+    for (kind, datagram) in requests(&mut p) {
+        let out = send(&mut lab, &datagram);
+        assert_eq!(out.len(), 1, "{kind:?}");
+        assert_eq!(any_reject(&out[0].payload), None, "{kind:?} is confirmed");
+    }
+    assert_eq!(
+        lab.gatekeeper.registrations().len(),
+        1,
+        "the URQ unregistered it"
+    );
+}
+
 /// (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's civil_from_days).
 fn civil(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;

@@ -424,3 +424,88 @@ fn one_storm_process_holds_more_phones_than_it_may_open_files() {
     check_phones(&served, &report, phones);
     let _ = std::fs::remove_file(config);
 }
+
+/// The security-denied requests /metrics counts, all kinds together.
+fn security_denied(served: &Served) -> u64 {
+    let metrics = support::server::http_get(served.admin, "/metrics")
+        .unwrap()
+        .1;
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("rasgk_security_denied_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn a_thousand_phones_with_the_password_register_and_phones_with_another_do_not() {
+    // The storm topology with a [[password]] for every extension the storm gives out
+    // (TTS 50000…, the others 60000…) and five more (61000…) for the wrong password.
+    let config = config_on(33);
+    let phones = 1_000u32;
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    let extensions = (50_000..50_000 + phones / 2)
+        .chain(60_000..60_000 + phones / 2)
+        .chain(61_000..61_005);
+    for extension in extensions {
+        text += &format!("\n[[password]]\nalias = \"{extension}\"\nsecret = \"s3cret\"\n");
+    }
+    std::fs::write(&config, text).unwrap();
+    let served = Served::start(
+        &["--config", config.to_str().unwrap()],
+        "127.0.33.1:7000".parse().unwrap(),
+    );
+    let report = storm_of(33, phones as usize, 0.0, None, &["--password", "s3cret"]);
+    check_phones(&served, &report, phones as usize);
+    assert_eq!(report["rejected"], serde_json::json!({}));
+    assert_eq!(security_denied(&served), 0, "every token was right");
+
+    // Five phones with another password (their own extensions, so no alias is taken):
+    // every RRQ denied, none registered.
+    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args([
+            "storm",
+            "--target",
+            "127.0.33.1:1719",
+            "--admin",
+            "127.0.33.1:7000",
+            "--phones",
+            "5",
+            "--from",
+            "61000",
+            "--regions",
+            "1",
+            "--password",
+            "guess",
+            "--timeout-ms",
+            "200",
+            "--retries",
+            "1",
+            "--give-up-s",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "not every phone registered: {stderr}"
+    );
+    let wrong: Value = serde_json::from_slice(&out.stdout).expect("--json prints one object");
+    assert_eq!(wrong["registered"], 0, "{stderr}");
+    assert!(
+        wrong["rejected"]["RRJ securityDenial"].as_u64() >= Some(5),
+        "{}",
+        wrong["rejected"]
+    );
+    assert!(security_denied(&served) >= 5);
+    let registrations = served.get_json("/api/registrations");
+    assert_eq!(
+        registrations.as_array().map(Vec::len),
+        Some(phones as usize),
+        "only the thousand"
+    );
+    let _ = std::fs::remove_file(config);
+}

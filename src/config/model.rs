@@ -39,8 +39,8 @@ pub struct Config {
     pub route_lists: Vec<RouteList>,
     /// `[[route_pattern]]`, in configuration order (the order that breaks ties).
     pub route_patterns: Vec<RoutePattern>,
-    /// `[[password]]`: aliases that must prove a password (H.235 `cryptoEPPwdHash`) to
-    /// register; each alias once.
+    /// `[[password]]`: aliases that must prove a password (H.235.1 procedure I or the MD5
+    /// `cryptoEPPwdHash`) on every request naming them; each alias once.
     pub passwords: Vec<AliasPassword>,
     /// `[limits]`.
     pub limits: Limits,

@@ -32,6 +32,7 @@ mod discovery;
 pub mod events;
 mod expiries;
 pub mod load;
+mod passwords;
 pub mod policy;
 pub mod rate_limit;
 mod registration;
@@ -128,6 +129,9 @@ enum Reply {
     /// (Boxed: a `RasMessage` is some 2 KB.)
     Message(Box<RasMessage>),
     Octets(MessageKind, Bytes),
+    /// A message holding an H.235.1 token, sealed with this key once encoded
+    /// ([`passwords`]).
+    Sealed(Box<RasMessage>, [u8; 20]),
 }
 
 impl From<RasMessage> for Reply {
@@ -251,7 +255,7 @@ pub struct Gatekeeper {
     stats: Stats,
     events: EventQueue,
     /// Passwords of aliases and the newest token time stamps accepted.
-    passwords: access::Passwords,
+    passwords: passwords::Passwords,
     /// The wall clock: this instant is this long after the UNIX epoch.
     wall: (Instant, Duration),
     /// Socket mode's connections, establishments and counters (inert in count mode).
@@ -275,7 +279,7 @@ impl Gatekeeper {
         }));
         let rng = ChaCha8Rng::seed_from_u64(config.gatekeeper.seed.unwrap_or(0));
         let calls = Calls::new(&config, config.gatekeeper.seed.unwrap_or(0));
-        let passwords = access::Passwords::new(&config);
+        let passwords = passwords::Passwords::new(&config);
         let wall = (
             Instant::now(),
             std::time::SystemTime::now()
@@ -517,18 +521,25 @@ impl Gatekeeper {
                 fingerprint
             }
         };
-        let reply = match incoming {
-            Incoming::Grq(seq) => self.gatekeeper_request(now, local, from, seq),
-            Incoming::KeepAlive(keep_alive) => Some(self.keep_alive(
-                now,
-                from,
-                keep_alive.seq,
-                registry::key_of_octets(keep_alive.endpoint_id),
-                keep_alive.time_to_live,
-                None,
-            )),
-            Incoming::FullRegistration(rrq) => Some(self.full_registration(now, local, from, rrq)),
-            Incoming::Message(message) => self.request(now, local, from, message, datagram),
+        let reply = match self.prove(now, from, incoming, datagram) {
+            Err(denied) => denied,
+            Ok(proof) => {
+                let reply = match incoming {
+                    Incoming::Grq(seq) => self.gatekeeper_request(now, local, from, seq),
+                    Incoming::KeepAlive(keep_alive) => Some(self.keep_alive(
+                        now,
+                        from,
+                        keep_alive.seq,
+                        registry::key_of_octets(keep_alive.endpoint_id),
+                        keep_alive.time_to_live,
+                    )),
+                    Incoming::FullRegistration(rrq) => {
+                        Some(self.full_registration(now, local, from, rrq))
+                    }
+                    Incoming::Message(message) => self.request(now, local, from, message, datagram),
+                };
+                reply.map(|reply| self.secured(now, reply, proof))
+            }
         };
         let Some(reply) = reply else {
             return Vec::new();
@@ -551,9 +562,9 @@ impl Gatekeeper {
     ) -> Option<Reply> {
         let seq = ras::request_seq_num(message);
         match message {
-            RasMessage::gatekeeperRequest(grq) => {
-                self.gatekeeper_request(now, local, from, grq.request_seq_num.0)
-            }
+            RasMessage::gatekeeperRequest(grq) => self
+                .gatekeeper_request(now, local, from, grq.request_seq_num.0)
+                .map(|reply| self.with_selection(grq, reply)),
             RasMessage::registrationRequest(rrq) => {
                 self.registration_request(now, local, from, rrq)
             }
@@ -599,19 +610,29 @@ impl Gatekeeper {
         to: SocketAddr,
         message: &RasMessage,
     ) -> Option<Transmit> {
-        let transmit = self.encode(local, to, message)?;
+        let transmit = self.encode(local, to, message, None)?;
         self.stats.sent[ras::kind(message) as usize] += 1;
         Some(transmit)
     }
 
-    /// Encodes a message (an encoding failure is counted: a bug if it ever happens).
+    /// Encodes a message, sealing its H.235.1 token with `seal` when given (an encoding
+    /// failure is counted: a bug if it ever happens).
     fn encode(
         &mut self,
         local: SocketAddr,
         to: SocketAddr,
         message: &RasMessage,
+        seal: Option<&[u8; 20]>,
     ) -> Option<Transmit> {
-        match ras::encode_into(message, &mut self.scratch) {
+        let encoded = ras::encode_into(message, &mut self.scratch);
+        if let (Ok(()), Some(key)) = (&encoded, seal) {
+            if !ras::h235_1::seal(&mut self.scratch, key) {
+                self.stats.encode_failures += 1;
+                tracing::error!("a reply to seal has no H.235.1 token");
+                return None;
+            }
+        }
+        match encoded {
             Ok(()) => Some(Transmit {
                 local,
                 to,
@@ -638,6 +659,7 @@ impl Gatekeeper {
         request_len: usize,
         reply: Reply,
     ) -> Option<Transmit> {
+        let mut seal = None;
         let mut message = match reply {
             Reply::Octets(kind, payload)
                 if self.within_reflection_bound(to, request_len, &payload) =>
@@ -655,11 +677,15 @@ impl Gatekeeper {
                 }
             },
             Reply::Message(message) => *message,
+            Reply::Sealed(message, key) => {
+                seal = Some(key);
+                *message
+            }
         };
-        let mut transmit = self.encode(local, to, &message)?;
+        let mut transmit = self.encode(local, to, &message, seal.as_ref())?;
         if !self.within_reflection_bound(to, request_len, &transmit.payload) {
             if ras::shorten(&mut message) {
-                transmit = self.encode(local, to, &message)?;
+                transmit = self.encode(local, to, &message, seal.as_ref())?;
             }
             if !self.within_reflection_bound(to, request_len, &transmit.payload) {
                 self.stats.reflection_dropped += 1;

@@ -80,8 +80,7 @@ impl Gatekeeper {
                 .and_then(|id| registry::key_of_units(&id.0));
             let ttl = rrq.time_to_live.as_ref().map(|ttl| ttl.0);
             let seq = rrq.request_seq_num.0;
-            let tokens = rrq.crypto_tokens.as_deref();
-            Some(self.keep_alive(now, from, seq, key, ttl, tokens))
+            Some(self.keep_alive(now, from, seq, key, ttl))
         } else {
             Some(self.full_registration(now, local, from, &rrq.into()))
         }
@@ -160,7 +159,7 @@ impl Gatekeeper {
     /// A lightweight RRQ of sequence number `seq` naming the registration `key` (when its
     /// endpointIdentifier is one of ours), asking for `time_to_live` seconds: refreshes the
     /// registration wherever it arrives; an unknown endpoint (or one from another source)
-    /// must register in full.
+    /// must register in full. (Its passwords were proven before: [`super::passwords`].)
     pub(super) fn keep_alive(
         &mut self,
         now: Instant,
@@ -168,23 +167,12 @@ impl Gatekeeper {
         seq: u16,
         key: Option<u64>,
         time_to_live: Option<u32>,
-        tokens: Option<&[asn::CryptoH323Token]>,
     ) -> Reply {
         let Some(key) = self.registered_key(key, from) else {
             return self
                 .reject_rrq(seq, RrjReason::FullRegistrationRequired, None)
                 .into();
         };
-        if self.has_passwords() {
-            let aliases = self
-                .registry
-                .get(key)
-                .map(|r| r.aliases.to_vec())
-                .unwrap_or_default();
-            if !self.authenticated(now, &aliases, tokens) {
-                return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
-            }
-        }
         let ttl = self.granted_ttl(time_to_live);
         self.refresh(now, key, ttl);
         self.stats.keep_alives += 1;
@@ -205,7 +193,7 @@ impl Gatekeeper {
     }
 
     /// A full RRQ at a C-LAN, as the hand-written reader read it or taken from its decoded
-    /// message.
+    /// message. (Its passwords were proven before: [`super::passwords`].)
     pub(super) fn full_registration(
         &mut self,
         now: Instant,
@@ -237,9 +225,6 @@ impl Gatekeeper {
         let mut aliases = Vec::with_capacity(rrq.aliases.size_hint().0);
         aliases.extend(rrq.aliases.clone());
         aliases.dedup();
-        if self.has_passwords() && !self.authenticated(now, &aliases, rrq.tokens) {
-            return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
-        }
         let existing = self.registry.by_source(from);
         let taken: Vec<Alias> = aliases
             .iter()

@@ -79,6 +79,9 @@ pub struct Stats {
     pub sent: Vec<u64>,
     /// Rejects sent, by message and reason (`"RRJ duplicateAlias"`).
     pub rejects: BTreeMap<String, u64>,
+    /// Requests that did not prove their aliases' passwords, by [`MessageKind`] index of the
+    /// request, answered (`securityDenial`) or not (an IRR that asked for no answer).
+    pub security_denied: Vec<u64>,
     /// Datagrams that did not decode (or were too long to read): every kind of
     /// [`malformed`](Stats::malformed) together.
     pub decode_failures: u64,
@@ -116,6 +119,7 @@ impl Default for Stats {
             received: vec![0; MessageKind::ALL.len()],
             sent: vec![0; MessageKind::ALL.len()],
             rejects: BTreeMap::new(),
+            security_denied: vec![0; MessageKind::ALL.len()],
             decode_failures: 0,
             malformed: vec![BadDatagramCount::default(); BadDatagram::ALL.len()],
             rate_limited: 0,

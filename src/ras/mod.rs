@@ -5,7 +5,8 @@
 //! [`kind`] and [`request_seq_num`] read any message's short name and sequence number;
 //! [`reply`] builds the messages a gatekeeper sends and [`request`] those a phone sends;
 //! [`Alias`] and the transport-address conversions map the ASN.1 shapes to plain Rust ones;
-//! [`h235`] makes and reads the `cryptoEPPwdHash` password token.
+//! [`h235`] makes and reads the `cryptoEPPwdHash` password token, [`h235_1`] the H.235.1
+//! procedure I token whose HMAC covers the whole message.
 //!
 //! ```text
 //!  datagram ──decode──▶ RasMessage ──(gatekeeper)──▶ RasMessage ──encode──▶ datagram
@@ -30,6 +31,7 @@ mod address;
 mod aper;
 mod codec;
 pub mod h235;
+pub mod h235_1;
 pub(crate) mod hot_confirm;
 pub(crate) mod hot_phone;
 pub(crate) mod hot_reply;

@@ -663,3 +663,34 @@ pub fn bandwidth_reject_not_bound(request_seq_num: u16) -> RasMessage {
         generic_data: None,
     })
 }
+
+/// DRJ `securityDenial`: a DRQ whose tokens do not prove the endpoint's password.
+#[doc(alias = "DRJ")]
+pub fn disengage_reject_security_denial(request_seq_num: u16) -> RasMessage {
+    let mut drj = disengage_reject_not_registered(request_seq_num);
+    if let RasMessage::disengageReject(drj) = &mut drj {
+        drj.reject_reason = asn::DisengageRejectReason::securityDenial(());
+    }
+    drj
+}
+
+/// BRJ `securityDenial`: a BRQ whose tokens do not prove the endpoint's password.
+#[doc(alias = "BRJ")]
+pub fn bandwidth_reject_security_denial(request_seq_num: u16) -> RasMessage {
+    let mut brj = bandwidth_reject_not_bound(request_seq_num);
+    if let RasMessage::bandwidthReject(brj) = &mut brj {
+        brj.reject_reason = asn::BandRejectReason::securityDenial(());
+    }
+    brj
+}
+
+/// INAK `securityDenial`: an IRR asking for an answer whose tokens do not prove the
+/// endpoint's password.
+#[doc(alias = "INAK")]
+pub fn info_request_nak_security_denial(request_seq_num: u16) -> RasMessage {
+    let mut inak = info_request_nak_not_registered(request_seq_num);
+    if let RasMessage::infoRequestNak(inak) = &mut inak {
+        inak.nak_reason = asn::InfoRequestNakReason::securityDenial(());
+    }
+    inak
+}

@@ -295,6 +295,11 @@ impl Figures {
                 "RAS messages sent, by type.",
                 &self.stats.sent,
             ),
+            (
+                "rasgk_security_denied_total",
+                "Requests that did not prove their aliases' H.235 passwords, by type.",
+                &self.stats.security_denied,
+            ),
         ] {
             header(&mut out, name, help, "counter");
             for kind in MessageKind::ALL {

@@ -95,6 +95,12 @@ pub struct StormArgs {
     /// Unregister every phone (URQ) at the end.
     #[arg(long)]
     pub unregister: bool,
+    /// Every phone's H.235 password: each request naming the phone (RRQ, lightweight RRQ,
+    /// URQ, ARQ, DRQ) carries an MD5 `cryptoEPPwdHash` token for its extension, as a
+    /// gatekeeper with a `[[password]]` for each extension requires. 1 to 127 characters.
+    #[arg(long, value_name = "SECRET")]
+    #[serde(default)]
+    pub password: Option<String>,
     /// The gatekeeper's admin port, for the final load and the load over time; by default
     /// port 7000 of the target's IP, used when it answers.
     #[arg(long, value_name = "URL")]
@@ -267,6 +273,12 @@ impl StormArgs {
         if self.timeout_ms == 0 {
             return bad("--timeout-ms must be at least 1".into());
         }
+        if let Some(password) = &self.password {
+            // A password no token can hold would be sent as no token at all.
+            if let Err(error) = crate::ras::h235::pwd_hash("1", password, 1) {
+                return bad(format!("--password: {error}"));
+            }
+        }
         let tts = (self.phones as f64 * self.tts_share).floor() as u64;
         let others = self.phones as u64 - tts;
         let ranges = [
@@ -363,7 +375,8 @@ impl StormArgs {
                     other_count += 1;
                     self.extensions_from + other_count - 1
                 };
-                let phone = Phone::extension(extension, SocketAddr::new(IpAddr::V4(ip), 0));
+                let mut phone = Phone::extension(extension, SocketAddr::new(IpAddr::V4(ip), 0));
+                phone.password.clone_from(&self.password);
                 (ip, phone, tts)
             })
             .collect()
@@ -709,6 +722,22 @@ mod tests {
         assert_eq!(storm.most_in_a_region(), 667);
         assert!(ips.contains(&Ipv4Addr::new(127, 1, 3, 167)));
         assert!(!ips.contains(&Ipv4Addr::new(127, 1, 3, 168)));
+    }
+
+    #[test]
+    fn every_phone_gets_the_password_and_one_no_token_can_hold_is_refused() {
+        let storm = args("--phones 3 --password s3cret");
+        assert!(storm.check().is_ok());
+        assert!(storm
+            .phones()
+            .iter()
+            .all(|(_, phone, _)| phone.password.as_deref() == Some("s3cret")));
+        let long = args(&format!("--phones 3 --password {}", "x".repeat(128)));
+        let error = long.check().unwrap_err().to_string();
+        assert!(
+            error.starts_with("--password: the password needs 1 to 127"),
+            "{error}"
+        );
     }
 
     #[test]
