@@ -13,6 +13,8 @@
 //! - A C-LAN's `in_service` and `max_sockets` are the file's where the file changed them;
 //!   where it did not, what an administrator set since stays. Taken out of service by the
 //!   file: its phones get URQs as from the admin API. A lowered cap drops nobody.
+//! - A C-LAN's `warn_sockets` warning stands across the reload; a changed threshold is
+//!   judged at once against the current load (raised or cleared once, as ever).
 //! - Regions, links, TTS rules, AGL quotas, passwords and the other `[gatekeeper]` keys
 //!   take effect for what comes next (a registered phone keeps its region and AGL until it
 //!   registers again). A new configuration without `seed` keeps the running one.
@@ -41,6 +43,25 @@ pub struct Reloaded {
 }
 
 impl Gatekeeper {
+    /// `warn_sockets` warnings live on across a reload: crossings of the old life are
+    /// reported now, the rebuild's are dropped, and each C-LAN of the new configuration
+    /// starts from its old warning (none for a new C-LAN) and its load under the new
+    /// threshold — so a reload raises or clears a warning only where it changed something.
+    fn carry_warnings(&mut self, fresh: &mut Gatekeeper) {
+        self.report_warnings();
+        fresh.loads.warnings_mut().forget_crossings();
+        for (idx, clan) in fresh.config.clans.iter().enumerate() {
+            let raised = self
+                .config
+                .clans
+                .iter()
+                .position(|old| old.name == clan.name)
+                .is_some_and(|old| self.loads.warnings().raised(old));
+            let load = fresh.loads.get(idx).load();
+            fresh.loads.warnings_mut().carry(idx, raised, load);
+        }
+    }
+
     /// Runs on `config` from now on (see the module doc). On an error the gatekeeper is
     /// unchanged.
     pub fn reload(&mut self, now: Instant, mut config: Config) -> Result<Reloaded, StartError> {
@@ -71,6 +92,7 @@ impl Gatekeeper {
         fresh.wall = self.wall;
         let state = self.snapshot_state(now);
         let restored = fresh.load_state(&state, now);
+        self.carry_warnings(&mut fresh);
         let mut reloaded = Reloaded {
             transmits: restored.transmits,
             registrations: restored.registrations,

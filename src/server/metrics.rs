@@ -284,6 +284,28 @@ impl Figures {
                 let _ = writeln!(out, "{name}{{{}}} {}", clan_labels(clan), value(clan));
             }
         }
+        let name = "rasgk_clan_warn_sockets";
+        header(
+            &mut out,
+            name,
+            "A C-LAN's warn_sockets: the load that raises its warning (C-LANs with one).",
+            "gauge",
+        );
+        for clan in &self.clans {
+            if let Some(warn) = clan.warn_sockets {
+                let _ = writeln!(out, "{name}{{{}}} {warn}", clan_labels(clan));
+            }
+        }
+        let name = "rasgk_clans_warning";
+        header(
+            &mut out,
+            name,
+            "C-LANs whose warn_sockets warning stands (load reached it, not yet back below it \
+             by the hysteresis).",
+            "gauge",
+        );
+        let warning = self.clans.iter().filter(|c| c.warning).count();
+        let _ = writeln!(out, "{name} {warning}");
         for (name, help, counts) in [
             (
                 "rasgk_ras_received_total",
