@@ -184,6 +184,7 @@ impl Figures {
             ("max_reservations", l.max_reservations as u64),
             ("max_cached_replies", l.max_cached_replies as u64),
             ("reflection_ratio", l.reflection_ratio as u64),
+            ("max_frame_octets", l.max_frame_octets.into()),
         ] {
             let _ = writeln!(out, "{name}{{limit=\"{limit}\"}} {value}");
         }
