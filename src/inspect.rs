@@ -273,8 +273,9 @@ pub fn line(entry: &Entry, start: Duration) -> String {
 }
 
 /// One JSON object: `frame`, `time`, `src`, `dst`, `type` (short name), `seq`, `message`
-/// (the whole structure in X.697 JSON); for a datagram that did not decode, `error`, with
-/// `type` and `seq` as far as its first octets tell (else null).
+/// (every field, in the shape of X.697 JSON: see [`ras::json`]) and `unpaired_surrogates`
+/// (UTF-16 code units of its BMPStrings shown as U+FFFD); for a datagram that did not
+/// decode, `error`, with `type` and `seq` as far as its first octets tell (else null).
 pub fn json(entry: &Entry) -> serde_json::Value {
     let mut object = json!({
         "frame": entry.frame,
@@ -287,7 +288,9 @@ pub fn json(entry: &Entry) -> serde_json::Value {
             let kind: MessageKind = ras::kind(message);
             object["type"] = json!(kind.short_name());
             object["seq"] = json!(ras::request_seq_num(message));
-            object["message"] = ras::to_json(message);
+            let rendered = ras::json::render(message);
+            object["message"] = rendered.value;
+            object["unpaired_surrogates"] = json!(rendered.unpaired_surrogates);
         }
         Err(error) => {
             // What the first octets still tell: the CHOICE index and the sequence number.

@@ -192,9 +192,15 @@ pub fn render(clans: &[ClanView], regions: &[RegionView]) -> String {
                 crate::config::ClanKind::Clan => "clan",
                 crate::config::ClanKind::Pe => "pe",
             };
+            // Avaya's "sockets before warning": the threshold, and WARNING while it stands.
+            let warning = match (clan.warn_sockets, clan.warning) {
+                (Some(warn), true) => format!("  WARNING (warns at {warn})"),
+                (Some(warn), false) => format!("  warns at {warn}"),
+                (None, _) => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "  {:<name_width$}  {:<address_width$}  p{}  {:<4}  {:<10}  {:>5} +{:<3} / {:<5} {} {:>5.1}%",
+                "  {:<name_width$}  {:<address_width$}  p{}  {:<4}  {:<10}  {:>5} +{:<3} / {:<5} {} {:>5.1}%{}",
                 clan.name,
                 clan.address.to_string(),
                 clan.priority,
@@ -205,6 +211,7 @@ pub fn render(clans: &[ClanView], regions: &[RegionView]) -> String {
                 clan.max_sockets,
                 bar(clan.sockets, clan.reserved, clan.max_sockets, 20),
                 percent,
+                warning,
             );
             if clan.established + clan.setups + clan.queued > 0 {
                 let _ = writeln!(
@@ -227,11 +234,17 @@ pub fn render(clans: &[ClanView], regions: &[RegionView]) -> String {
         .filter(|c| c.in_service)
         .map(|c| c.max_sockets)
         .sum();
+    let warning = clans.iter().filter(|c| c.warning).count();
     let _ = writeln!(
         out,
-        "total  sockets {sockets}/{cap}  reserved {reserved}  C-LANs {} ({} in service)",
+        "total  sockets {sockets}/{cap}  reserved {reserved}  C-LANs {} ({} in service{})",
         clans.len(),
-        clans.iter().filter(|c| c.in_service).count()
+        clans.iter().filter(|c| c.in_service).count(),
+        if warning > 0 {
+            format!(", {warning} over warn_sockets")
+        } else {
+            String::new()
+        }
     );
     out
 }
@@ -251,6 +264,56 @@ mod tests {
             "████",
             "over the cap after a cap change"
         );
+    }
+
+    #[test]
+    fn a_clan_over_its_warn_sockets_says_so() {
+        let clan = |name: &str, sockets, warn_sockets, warning| ClanView {
+            name: name.to_string(),
+            region: 1,
+            node: "cm1".to_string(),
+            address: "127.0.1.1:1719".parse().unwrap(),
+            priority: 1,
+            max_sockets: 480,
+            sockets,
+            reserved: 0,
+            in_service: true,
+            kind: crate::config::ClanKind::Clan,
+            signal_address: None,
+            established: 0,
+            setups: 0,
+            queued: 0,
+            warn_sockets,
+            warning,
+        };
+        let clans = [
+            clan("clan-1a", 410, Some(400), true),
+            clan("clan-1b", 390, Some(400), false),
+            clan("clan-1c", 10, None, false),
+        ];
+        let table = render(&clans, &[]);
+        let text = render_lines(&clans);
+        assert!(text[0].ends_with("WARNING (warns at 400)"), "{text:?}");
+        assert!(text[1].ends_with("  warns at 400"), "{text:?}");
+        assert!(text[2].ends_with('%'), "{text:?}");
+        assert!(
+            table.ends_with("C-LANs 3 (3 in service, 1 over warn_sockets)\n"),
+            "{table}"
+        );
+    }
+
+    /// The C-LAN lines of [`render`] for C-LANs of region 1.
+    fn render_lines(clans: &[ClanView]) -> Vec<String> {
+        let region: RegionView = serde_json::from_value(serde_json::json!({
+            "id": 1, "name": "hq", "clans": [], "sockets": 0, "reserved": 0, "max_sockets": 0,
+            "home_phones": 0, "spill_to": {}, "spill_from": {}, "direct": [], "indirect": []
+        }))
+        .expect("a region view");
+        render(clans, &[region])
+            .lines()
+            .filter(|l| l.starts_with("  clan"))
+            .map(str::to_string)
+            .collect()
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! `fixtures/lab/dashboard.toml`, phones registering over UDP, and headless Chromium showing
 //! the page. The page's C-LAN bars must show what `/api/clans` says, and follow it — in the
 //! same page, without a reload — when more phones register; its events list must show the
-//! registrations it was sent.
+//! registrations it was sent; a C-LAN over its `warn_sockets` is marked, and unmarked when
+//! its phones leave.
 
 mod support;
 
@@ -246,5 +247,81 @@ fn the_dashboard_follows_the_clans_without_a_reload() {
         page.evaluate("document.getElementById('status').dataset.state"),
         Value::from("live"),
     );
+
+    // d1-a warns at 3 sockets (the fixture): it has 4, so the page marks it — badge, bar
+    // colour and the threshold's mark at 3/4 of its bar — and no other C-LAN; the warning
+    // is in the events list, and /metrics has the threshold and the count.
+    let warned = |page: &mut Browser| {
+        page.evaluate(
+            "[...document.querySelectorAll('.clan')].filter(e => e.dataset.warning === 'true' \
+             && e.classList.contains('warning') && !e.querySelector('.badge.warn').hidden)\
+             .map(e => e.dataset.clan)",
+        )
+    };
+    page.wait_until(
+        "d1-a to be marked over its warn_sockets",
+        "document.querySelector('[data-clan=\"d1-a\"]').dataset.warning === 'true'",
+    );
+    assert_eq!(warned(&mut page), serde_json::json!(["d1-a"]));
+    assert_eq!(
+        page.evaluate(
+            "(() => { const m = document.querySelector('[data-clan=\"d1-a\"] .bar .threshold'); \
+             return [m.hidden, m.style.left, \
+             document.querySelector('[data-clan=\"d1-b\"] .bar .threshold').hidden]; })()"
+        ),
+        serde_json::json!([false, "75%", true]),
+        "the threshold's mark on d1-a's bar only"
+    );
+    page.wait_until(
+        "the events list to show d1-a's warning",
+        "[...document.querySelectorAll('#events [data-type=\"clan_warning\"]')]\
+         .some(e => e.dataset.clan === 'd1-a' && e.textContent.includes('warning (warn_sockets 3)'))",
+    );
+    let (_, metrics) = http_get(served.admin, "/metrics").expect("/metrics answers");
+    let line = |prefix: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in /metrics"))
+            .to_string()
+    };
+    assert!(line("rasgk_clan_warn_sockets{clan=\"d1-a\"").ends_with(" 3"));
+    assert!(!metrics.contains("rasgk_clan_warn_sockets{clan=\"d1-b\""));
+    assert_eq!(line("rasgk_clans_warning "), "rasgk_clans_warning 1");
+
+    // Three of d1-a's four phones leave: at 1 socket (below 3 less the hysteresis of 1) the
+    // warning clears, on the page too.
+    let on_d1a: BTreeSet<String> = served
+        .get_json("/api/registrations?clan=d1-a")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["endpoint_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(on_d1a.len(), 4);
+    let mut left = 0;
+    for p in phones.iter_mut() {
+        let id = p.phone.endpoint_id.as_ref().map(|id| id.text());
+        if left == 3 || !id.is_some_and(|id| on_d1a.contains(&id)) {
+            continue;
+        }
+        let urq = p.phone.urq();
+        let answer = p.ask(addr("127.0.12.11:1719"), &urq);
+        assert!(matches!(answer, Answer::Ucf { .. }), "{answer:?}");
+        left += 1;
+    }
+    assert_eq!(left, 3);
+    page.wait_until(
+        "d1-a's warning to clear on the page",
+        "document.querySelector('[data-clan=\"d1-a\"]').dataset.warning === 'false'",
+    );
+    assert_eq!(warned(&mut page), serde_json::json!([]));
+    page.wait_until(
+        "the events list to show d1-a's warning cleared",
+        "[...document.querySelectorAll('#events [data-type=\"clan_warning\"]')]\
+         .some(e => e.textContent.includes('back to 1 sockets: warning cleared'))",
+    );
+    let (_, metrics) = http_get(served.admin, "/metrics").expect("/metrics answers");
+    assert!(metrics.contains("\nrasgk_clans_warning 0\n"));
     eprintln!("dashboard test: {:?} in all", started.elapsed());
 }

@@ -82,6 +82,7 @@ fn topology() -> impl Strategy<Value = Config> {
                             kind: ClanKind::Clan,
                             node: "cm1".into(),
                             signal_port: 1720,
+                            warn_sockets: None,
                         })
                         .collect();
                     let tts = tts

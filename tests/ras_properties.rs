@@ -18,7 +18,8 @@ use rasgk::ras::reply::{
 };
 use rasgk::ras::request::{self, Arq, Call, Rrq, Urq, UrqReason};
 use rasgk::ras::{
-    decode, encode, kind, peek_request_seq_num, request_seq_num, Alias, MessageKind, RasMessage,
+    asn, decode, encode, kind, peek_request_seq_num, request_seq_num, to_json, Alias, MessageKind,
+    RasMessage,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -657,6 +658,7 @@ fn check_input(bytes: &[u8], reencode: bool) -> Result<(), String> {
         };
         let _ = kind(&message);
         let _ = request_seq_num(&message);
+        check_json(&message)?;
         if !reencode {
             return Ok(());
         }
@@ -681,6 +683,28 @@ fn check_input(bytes: &[u8], reencode: bool) -> Result<(), String> {
             panic_text(payload.as_ref()),
             hex(bytes)
         )),
+    }
+}
+
+/// What `rasgk decode --json` prints of a decoded message is JSON: a one-member object named
+/// after the message's ASN.1 alternative, that survives printing and parsing unchanged.
+fn check_json(message: &RasMessage) -> Result<(), String> {
+    let value = to_json(message);
+    let name = kind(message).asn1_name();
+    let members: Vec<&String> = value
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    if members != [name] {
+        return Err(format!(
+            "JSON of a {name} is not {{\"{name}\": …}}: {value}"
+        ));
+    }
+    let text = value.to_string();
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(again) if again == value => Ok(()),
+        Ok(_) => Err(format!("JSON of a {name} reads back differently: {text}")),
+        Err(e) => Err(format!("JSON of a {name} does not parse ({e}): {text}")),
     }
 }
 
@@ -823,6 +847,7 @@ proptest! {
         prop_assert_eq!(peek_request_seq_num(&bytes), Some(seq), "octets {}", hex(&bytes));
         // Encoding is deterministic.
         prop_assert_eq!(encode(&decoded).ok(), Some(bytes));
+        check_json(&decoded).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -926,5 +951,56 @@ proptest! {
         let suffix = &second[cut_b.index(second.len() + 1)..];
         let spliced = [prefix, suffix].concat();
         check_input(&spliced, true).map_err(TestCaseError::fail)?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// BMPStrings of any UTF-16 code units, as JSON
+// ---------------------------------------------------------------------------------------------
+
+/// UTF-16 code units of any kind: ASCII, the rest of the BMP, surrogate pairs, and lone
+/// surrogates of either half.
+fn utf16_units() -> impl Strategy<Value = Vec<u16>> {
+    let unit = prop_oneof![
+        3 => (0x20u16..0x7F).prop_map(|u| vec![u]),
+        2 => (0x80u16..0xD800).prop_map(|u| vec![u]),
+        2 => (0x10000u32..=0x10FFFF).prop_map(|c| {
+            let c = char::from_u32(c).unwrap_or('\u{1F600}');
+            c.encode_utf16(&mut [0; 2]).to_vec()
+        }),
+        1 => (0xD800u16..0xE000).prop_map(|u| vec![u]),
+    ];
+    prop::collection::vec(unit, 1..40).prop_map(|units| units.concat())
+}
+
+fn bmp_of_units(units: &[u16]) -> rasn::types::BmpString {
+    let octets: Vec<u8> = units.iter().flat_map(|u| u.to_be_bytes()).collect();
+    rasn::types::BmpString::try_from(&octets[..]).expect("every unit below U+FFFE")
+}
+
+proptest! {
+    #![proptest_config(config(512))]
+
+    /// A GRQ whose h323-ID alias and `gatekeeperIdentifier` carry arbitrary UTF-16 units goes
+    /// through the wire and comes out of the JSON as their UTF-16 text, each unpaired
+    /// surrogate a U+FFFD and counted.
+    #[test]
+    fn bmp_strings_of_any_units_render_as_their_utf16_text(units in utf16_units()) {
+        let bmp = bmp_of_units(&units);
+        let mut message = request::gatekeeper_request(9, addr("127.1.0.5:40001"), &[], None);
+        if let RasMessage::gatekeeperRequest(grq) = &mut message {
+            grq.endpoint_alias = Some(vec![asn::AliasAddress::h323_ID(bmp.clone())]);
+            grq.gatekeeper_identifier = Some(asn::GatekeeperIdentifier(bmp));
+        }
+        let bytes = encode(&message).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let decoded = decode(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let rendered = rasgk::ras::json::render(&decoded);
+        let expected = String::from_utf16_lossy(&units);
+        let lone = char::decode_utf16(units.iter().copied()).filter(Result::is_err).count();
+        let grq = &rendered.value["gatekeeperRequest"];
+        prop_assert_eq!(grq["gatekeeperIdentifier"].as_str(), Some(expected.as_str()));
+        prop_assert_eq!(grq["endpointAlias"][0]["h323-ID"].as_str(), Some(expected.as_str()));
+        prop_assert_eq!(rendered.unpaired_surrogates, 2 * lone);
+        check_json(&decoded).map_err(TestCaseError::fail)?;
     }
 }

@@ -3,7 +3,10 @@
 //! C-LAN gets its socket and phones, a changed cap shows, a removed C-LAN's phone gets a URQ,
 //! registrations stay — and a bad file is refused with the old configuration kept.
 //!
-//! Addresses: the gatekeeper on 127.0.54.x, phones on 127.54.x.y.
+//! A reload that changes `[limits]` applies them without a restart.
+//!
+//! Addresses: the gatekeeper on 127.0.54.x, phones on 127.54.x.y; for the limits test
+//! 127.0.55.x and 127.55.x.y.
 
 mod support;
 
@@ -50,6 +53,11 @@ struct Running {
 
 impl Running {
     fn start(config: &Path, log: PathBuf) -> Running {
+        Running::start_at(config, log, addr(ADMIN))
+    }
+
+    /// `rasgk serve --config config` with its admin port at `admin`.
+    fn start_at(config: &Path, log: PathBuf, admin: SocketAddr) -> Running {
         let stderr = std::fs::File::create(&log).unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_rasgk"))
             .args(["serve", "--config"])
@@ -60,7 +68,7 @@ impl Running {
             .spawn()
             .expect("rasgk starts");
         let deadline = Instant::now() + Duration::from_secs(20);
-        while http_get(addr(ADMIN), "/api/clans").is_err() {
+        while http_get(admin, "/api/clans").is_err() {
             if let Some(status) = child.try_wait().unwrap() {
                 panic!("rasgk serve exited early with {status}");
             }
@@ -80,6 +88,23 @@ impl Running {
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
         log.lines()
             .any(|line| fragments.iter().all(|f| line.contains(f)))
+    }
+
+    /// Waits (at most 10 s) until `count` log lines contain `fragment`.
+    fn wait_for_log_lines(&self, fragment: &str, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let seen = || {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            log.lines().filter(|line| line.contains(fragment)).count()
+        };
+        while seen() < count {
+            assert!(
+                Instant::now() < deadline,
+                "fewer than {count} log lines with {fragment:?}:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits (at most 10 s) for a log line with every fragment.
@@ -284,6 +309,93 @@ fn out_of_service_and_back_then_a_sighup_reload_keeps_registrations() {
         keep_alive(&mut newcomer, addr(C)),
         Answer::Rcf { .. }
     ));
+    drop(served);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The limits test's gatekeeper: one C-LAN, and `limits` as its `[limits]` table.
+fn limits_lab(limits: &str) -> String {
+    format!(
+        "[gatekeeper]\ndiscovery = \"127.0.55.1:1719\"\nseed = 55\n\
+         [[region]]\nid = 1\nnetworks = [\"127.55.0.0/16\"]\n\
+         [admin]\nlisten = \"127.0.55.1:7055\"\n\
+         [[clan]]\nname = \"l\"\nregion = 1\naddress = \"127.0.55.11:1719\"\n\
+         [limits]\n{limits}\n"
+    )
+}
+
+/// Sends `n` GRQs from one phone's socket back to back; how many GCFs came back.
+fn grq_burst(p: &mut UdpPhone, n: usize) -> usize {
+    let discovery = addr("127.0.55.1:1719");
+    for _ in 0..n {
+        let grq = p.phone.grq();
+        p.socket.send_to(&grq, discovery).unwrap();
+    }
+    let mut buffer = [0u8; 2048];
+    let mut answered = 0;
+    // Until 500 ms of silence (the socket's read timeout).
+    while let Ok((len, _)) = p.socket.recv_from(&mut buffer) {
+        if matches!(Answer::read(&buffer[..len]), Ok(Answer::Gcf { .. })) {
+            answered += 1;
+        }
+    }
+    answered
+}
+
+/// One sample of `/metrics` (the first line starting with `name`), as a number.
+fn metric(name: &str) -> f64 {
+    let (status, body) = http_get(addr("127.0.55.1:7055"), "/metrics").unwrap();
+    assert_eq!(status, 200);
+    body.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /metrics"))
+}
+
+#[test]
+fn a_sighup_reload_applies_new_limits_without_a_restart() {
+    let dir = std::env::temp_dir().join(format!("rasgk-reload-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("limits.toml");
+    std::fs::write(&file, limits_lab("")).unwrap();
+    let served = Running::start_at(&file, dir.join("rasgk.log"), addr("127.0.55.1:7055"));
+    let pid = served.child.id();
+    let mut p = UdpPhone::bind(Phone::extension(
+        5500,
+        SocketAddr::from(([127, 55, 0, 1], 0)),
+    ));
+
+    // No rate limit: a burst of 8 GRQs from one source is answered in full.
+    assert_eq!(grq_burst(&mut p, 8), 8);
+    assert_eq!(metric("rasgk_limit{limit=\"rate_per_source\"}"), 0.0);
+    assert!(
+        metric("rasgk_cached_replies ") >= 8.0,
+        "the 8 GCFs are cached"
+    );
+
+    // The file now limits each source to 1 a second with a burst of 2, and shorter frames.
+    let limited = "rate_per_source = 1\nburst_per_source = 2\nmax_frame_octets = 4096\n\
+                   max_cached_replies = 3";
+    std::fs::write(&file, limits_lab(limited)).unwrap();
+    served.sighup();
+    served.wait_for_log_lines("configuration reloaded", 1);
+    assert_eq!(metric("rasgk_limit{limit=\"rate_per_source\"}"), 1.0);
+    assert_eq!(metric("rasgk_limit{limit=\"burst_per_source\"}"), 2.0);
+    assert_eq!(metric("rasgk_limit{limit=\"max_frame_octets\"}"), 4096.0);
+    assert_eq!(metric("rasgk_limit{limit=\"max_cached_replies\"}"), 3.0);
+    // The 8 cached GCFs are cut to the new bound at once.
+    assert!(metric("rasgk_cached_replies ") <= 3.0);
+    // The same burst: the bucket's 2 (and at most one more refilled while they went out).
+    let answered = grq_burst(&mut p, 8);
+    assert!((2..=3).contains(&answered), "{answered} of 8 answered");
+    assert!(metric("rasgk_rate_limited_total") >= 5.0);
+
+    // The limits taken out again: the whole burst is answered, still the same process.
+    std::fs::write(&file, limits_lab("")).unwrap();
+    served.sighup();
+    served.wait_for_log_lines("configuration reloaded", 2);
+    assert_eq!(grq_burst(&mut p, 8), 8);
+    assert_eq!(metric("rasgk_limit{limit=\"rate_per_source\"}"), 0.0);
+    assert_eq!(served.child.id(), pid);
     drop(served);
     std::fs::remove_dir_all(&dir).ok();
 }

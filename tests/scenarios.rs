@@ -1224,3 +1224,143 @@ fn a_phone_registering_again_as_it_was_keeps_its_socket_and_its_names() {
     thief.aliases = r.aliases.clone();
     assert_eq!(reason(lab.rrq_at(r_clan, &mut thief)), "duplicateAlias");
 }
+
+/// One C-LAN of cap 40 that warns at `warn` sockets.
+fn warning_at(warn: u32) -> String {
+    format!(
+        r#"
+[gatekeeper]
+seed = 1
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[clan]]
+name = "w"
+region = 1
+address = "127.0.1.1:1719"
+max_sockets = 40
+warn_sockets = {warn}
+"#
+    )
+}
+
+/// The `warn_sockets` crossings among the events since the last call, as (warning, load).
+fn warnings(lab: &mut Lab) -> Vec<(bool, u32)> {
+    use rasgk::gatekeeper::events::Event;
+    lab.gatekeeper
+        .drain_events()
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::ClanWarning {
+                clan,
+                warning,
+                load,
+                warn_sockets,
+            } => {
+                assert_eq!((clan.as_str(), warn_sockets), ("w", 20));
+                Some((warning, load))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn warn_sockets_raises_and_clears_once_per_crossing() {
+    // warn_sockets 20: raised when the load reaches 20, cleared below 19 (hysteresis 1).
+    let mut lab = Lab::new(&warning_at(20));
+    let mut phones: Vec<Phone> = (1..=25).map(|n| phone(1, n)).collect();
+    let mut seen = Vec::new();
+    let unregister = |lab: &mut Lab, p: &mut Phone| {
+        let urq = p.urq();
+        assert!(matches!(
+            lab.ask(addr("127.0.1.1:1719"), p, &urq),
+            Answer::Ucf { .. }
+        ));
+    };
+
+    // Fill to 25, one phone at a time: raised once, by the 20th GCF's reservation.
+    for (i, p) in phones.iter_mut().enumerate() {
+        lab.register(p);
+        let crossed = warnings(&mut lab);
+        if i + 1 == 20 {
+            assert_eq!(crossed, [(true, 20)], "the 20th phone");
+        } else {
+            assert_eq!(crossed, [], "phone {}", i + 1);
+        }
+        seen.extend(crossed);
+    }
+    assert!(lab.clan("w").warning);
+    assert_eq!(lab.clan("w").warn_sockets, Some(20));
+
+    // Down to 19, then up to 20 and down to 19 twice: inside the hysteresis, nothing.
+    for p in &mut phones[19..25] {
+        unregister(&mut lab, p);
+    }
+    assert_eq!(lab.clan("w").sockets, 19);
+    assert_eq!(warnings(&mut lab), []);
+    for _ in 0..2 {
+        lab.register(&mut phones[19]);
+        assert_eq!(lab.clan("w").sockets, 20);
+        assert_eq!(warnings(&mut lab), []);
+        unregister(&mut lab, &mut phones[19]);
+        assert_eq!(warnings(&mut lab), []);
+    }
+    assert!(lab.clan("w").warning, "still standing at 19");
+
+    // Drain to empty: cleared once, at 18.
+    for (i, p) in phones[..19].iter_mut().enumerate().rev() {
+        unregister(&mut lab, p);
+        let crossed = warnings(&mut lab);
+        if i == 18 {
+            assert_eq!(crossed, [(false, 18)]);
+        } else {
+            assert_eq!(crossed, [], "down to {i}");
+        }
+        seen.extend(crossed);
+    }
+    assert!(!lab.clan("w").warning);
+    assert_eq!(lab.clan("w").sockets, 0);
+
+    // Fill again: raised again, once.
+    for p in &mut phones[..20] {
+        lab.register(p);
+        seen.extend(warnings(&mut lab));
+    }
+    assert_eq!(seen, [(true, 20), (false, 18), (true, 20)]);
+}
+
+#[test]
+fn a_reload_keeps_a_standing_warning_and_judges_a_new_threshold_once() {
+    let mut lab = Lab::new(&warning_at(20));
+    let mut phones: Vec<Phone> = (1..=20).map(|n| phone(1, n)).collect();
+    for p in &mut phones {
+        lab.register(p);
+    }
+    assert_eq!(warnings(&mut lab), [(true, 20)]);
+    let now = lab.now;
+    let reload = |lab: &mut Lab, toml: &str| {
+        let config = config::from_toml(toml, "scenario.toml").unwrap();
+        lab.gatekeeper.reload(now, config).unwrap();
+    };
+    // The same file again: the warning stands, no new event.
+    reload(&mut lab, &warning_at(20));
+    assert_eq!(warnings(&mut lab), []);
+    assert!(lab.clan("w").warning);
+    // A threshold above the load: cleared, once.
+    reload(&mut lab, &warning_at(30));
+    let cleared: Vec<bool> = lab
+        .gatekeeper
+        .drain_events()
+        .into_iter()
+        .filter_map(|e| match e {
+            rasgk::gatekeeper::events::Event::ClanWarning { warning, load, .. } => {
+                assert_eq!(load, 20);
+                Some(warning)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cleared, [false]);
+    assert!(!lab.clan("w").warning);
+}

@@ -6,7 +6,7 @@
 mod support;
 
 use rasgk::pcap::{write_file, Datagram};
-use rasgk::ras;
+use rasgk::ras::{self, RasMessage};
 use support::messages::{self, addr, GK, PHONE_RAS};
 use support::tshark::{self, Frame};
 
@@ -372,4 +372,233 @@ fn the_gatekeepers_rcf_names_the_clans_signalling_address() {
             rcf.text()
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `rasgk decode --json` against tshark: text of every script
+// ---------------------------------------------------------------------------------------------
+
+/// Names in Latin-1, Greek, CJK (Han and Hangul) and astral-plane text (surrogate pairs in
+/// UTF-16: a musical symbol, an emoji, a CJK Extension B character), and one with a lone
+/// surrogate, as UTF-16 code units.
+fn names() -> Vec<(&'static str, Vec<u16>)> {
+    let mut names: Vec<(&str, Vec<u16>)> = [
+        ("latin-1", "Zoë Ñúñez-Çå"),
+        ("greek", "Ελένη Παπαδοπούλου"),
+        ("cjk", "张伟 東京 서울"),
+        ("astral", "𝄞 😀 𠀀"),
+    ]
+    .into_iter()
+    .map(|(script, text)| (script, text.encode_utf16().collect()))
+    .collect();
+    names.push(("lone surrogate", vec![0x41, 0xD800, 0x42]));
+    names
+}
+
+fn bmp_of_units(units: &[u16]) -> rasn::types::BmpString {
+    let octets: Vec<u8> = units.iter().flat_map(|u| u.to_be_bytes()).collect();
+    rasn::types::BmpString::try_from(&octets[..]).expect("units below U+FFFE")
+}
+
+/// GRQ, RCF and ARQ of `messages::all()` with every h323-ID, `endpointIdentifier` and
+/// `gatekeeperIdentifier` they carry replaced by (or, for aliases, joined by) `units`.
+fn named_messages(units: &[u16]) -> Vec<RasMessage> {
+    use rasgk::ras::asn;
+    let bmp = bmp_of_units(units);
+    let h323_id = asn::AliasAddress::h323_ID(bmp.clone());
+    let url =
+        asn::AliasAddress::url_ID(rasn::types::Ia5String::try_from("h323:zoe@example").unwrap());
+    let gk = || Some(asn::GatekeeperIdentifier(bmp.clone()));
+    let mut out = Vec::new();
+    for (name, _, mut message) in messages::all() {
+        match (&mut message, name) {
+            (RasMessage::gatekeeperRequest(m), "GRQ") => {
+                m.endpoint_alias = Some(vec![h323_id.clone(), url.clone()]);
+                m.gatekeeper_identifier = gk();
+            }
+            (RasMessage::registrationConfirm(m), "RCF") => {
+                m.terminal_alias = Some(vec![h323_id.clone(), url.clone()]);
+                m.endpoint_identifier = asn::EndpointIdentifier(bmp.clone());
+                m.gatekeeper_identifier = gk();
+            }
+            (RasMessage::admissionRequest(m), "ARQ") => {
+                m.src_info = vec![h323_id.clone(), url.clone()];
+                m.endpoint_identifier = asn::EndpointIdentifier(bmp.clone());
+                m.gatekeeper_identifier = gk();
+            }
+            _ => continue,
+        }
+        out.push(message);
+    }
+    assert_eq!(out.len(), 3, "GRQ, RCF and ARQ in messages::all()");
+    out
+}
+
+/// The text fields a person reads, as (ASN.1 identifier, tshark field).
+const TEXT_FIELDS: [(&str, &str); 4] = [
+    ("h323-ID", "h225.h323_ID"),
+    ("endpointIdentifier", "h225.endpointIdentifier"),
+    ("gatekeeperIdentifier", "h225.gatekeeperIdentifier"),
+    ("url-ID", "h225.url_ID"),
+];
+
+/// Every string under `key` anywhere in `value`, in document order.
+fn strings_under(value: &serde_json::Value, key: &str, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(members) => {
+            for (name, member) in members {
+                match member {
+                    serde_json::Value::String(text) if name == key => out.push(text.clone()),
+                    _ => strings_under(member, key, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|i| strings_under(i, key, out)),
+        _ => {}
+    }
+}
+
+/// tshark's text of a field, from the octets it prints. tshark 4.0 reads a BMPString as
+/// UCS-2 and writes every code unit as its own UTF-8 sequence, so a surrogate pair comes out
+/// as two three-octet sequences (CESU-8; `-V` shows each as U+FFFD). Reading those octets
+/// back into code units gives exactly the units tshark read from the wire; they are then
+/// read as UTF-16, as rasgk reads them, an unpaired surrogate as U+FFFD.
+fn tshark_text(octets: &[u8]) -> String {
+    if let Ok(text) = std::str::from_utf8(octets) {
+        return text.to_string();
+    }
+    let mut units = Vec::new();
+    let mut i = 0;
+    while i < octets.len() {
+        let lead = octets[i];
+        let (len, bits) = match lead {
+            0x00..=0x7F => (1, u32::from(lead)),
+            0xC0..=0xDF => (2, u32::from(lead & 0x1F)),
+            0xE0..=0xEF => (3, u32::from(lead & 0x0F)),
+            0xF0..=0xF7 => (4, u32::from(lead & 0x07)),
+            _ => panic!("tshark printed octet {lead:#04x} at {i} of {octets:02x?}"),
+        };
+        let code = octets[i + 1..i + len]
+            .iter()
+            .fold(bits, |code, &octet| (code << 6) | u32::from(octet & 0x3F));
+        match char::from_u32(code) {
+            Some(c) => units.extend(c.encode_utf16(&mut [0; 2]).iter()),
+            None => units.push(code as u16), // a surrogate on its own
+        }
+        i += len;
+    }
+    String::from_utf16_lossy(&units)
+}
+
+/// `rasgk decode --json` on a capture of GRQ, RCF and ARQ carrying h323-IDs, endpoint and
+/// gatekeeper identifiers in every script prints one valid JSON object a message, and each
+/// such string is the one tshark shows for the same field of the same frame.
+#[test]
+fn decode_json_text_fields_equal_tsharks_in_every_script() {
+    if tshark::require_tshark("decode_json_text_fields_equal_tsharks_in_every_script").is_none() {
+        return;
+    }
+    let mut datagrams = Vec::new();
+    let mut scripts = Vec::new();
+    for (script, units) in names() {
+        for message in named_messages(&units) {
+            datagrams.push(Datagram {
+                frame: 0,
+                time: std::time::Duration::new(1_767_225_600 + datagrams.len() as u64, 0),
+                src: addr(PHONE_RAS),
+                dst: addr(GK),
+                payload: ras::encode(&message).expect("encodes"),
+            });
+            scripts.push(script);
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("rasgk-wire-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join("names.pcap");
+    write_file(&pcap, &datagrams).unwrap();
+
+    let decoded = std::process::Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args(["decode", "--json"])
+        .arg(&pcap)
+        .output()
+        .expect("rasgk decode runs");
+    assert!(decoded.status.success(), "{decoded:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8(decoded.stdout)
+        .expect("UTF-8 output")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    assert_eq!(lines.len(), datagrams.len());
+
+    let fields: Vec<String> = TEXT_FIELDS.iter().map(|(_, f)| format!("-e{f}")).collect();
+    let mut args = vec!["-n", "-r", pcap.to_str().unwrap(), "-T", "fields"];
+    args.extend([
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=|",
+        "-E",
+        "separator=/t",
+    ]);
+    args.extend(fields.iter().map(String::as_str));
+    let exe = tshark::tshark().unwrap();
+    let out = std::process::Command::new(&exe)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{exe:?} {args:?}: {out:?}");
+    let rows: Vec<&[u8]> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|r| !r.is_empty())
+        .collect();
+    assert_eq!(rows.len(), datagrams.len(), "one line a frame from tshark");
+    std::fs::remove_dir_all(&dir).ok();
+
+    let mut compared = 0;
+    for ((line, row), script) in lines.iter().zip(&rows).zip(&scripts) {
+        let frame = &line["frame"];
+        assert!(line.get("error").is_none(), "frame {frame}: {line}");
+        let columns: Vec<&[u8]> = row.split(|&b| b == b'\t').collect();
+        let mut replaced = 0;
+        assert_eq!(columns.len(), TEXT_FIELDS.len(), "frame {frame}");
+        for ((key, field), column) in TEXT_FIELDS.iter().zip(columns) {
+            let mut ours = Vec::new();
+            strings_under(&line["message"], key, &mut ours);
+            let mut theirs: Vec<String> = column
+                .split(|&b| b == b'|')
+                .filter(|v| !v.is_empty())
+                .map(tshark_text)
+                .collect();
+            ours.sort();
+            theirs.sort();
+            // Every message carries the name in each of these (a GRQ has no endpoint id).
+            let carried = *key != "endpointIdentifier" || line["type"] != "GRQ";
+            assert_eq!(
+                !ours.is_empty(),
+                carried,
+                "frame {frame} ({script}): {key} in {line}"
+            );
+            assert_eq!(
+                ours, theirs,
+                "frame {frame} ({script}): {key} / tshark {field}"
+            );
+            compared += ours.len();
+            replaced += ours.iter().filter(|text| text.contains('\u{FFFD}')).count();
+        }
+        // Each BMPString of the lone-surrogate name has one U+FFFD, and it is counted.
+        assert_eq!(
+            line["unpaired_surrogates"], replaced,
+            "frame {frame} ({script})"
+        );
+        assert_eq!(
+            replaced > 0,
+            *script == "lone surrogate",
+            "frame {frame} ({script})"
+        );
+    }
+    eprintln!(
+        "{compared} strings in {} frames equal tshark's",
+        lines.len()
+    );
 }

@@ -57,6 +57,7 @@ pub fn topology(clans: usize) -> config::Config {
             kind: ClanKind::Clan,
             node: "cm1".into(),
             signal_port: 1720,
+            warn_sockets: None,
         })
         .collect();
     config

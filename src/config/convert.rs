@@ -418,6 +418,18 @@ fn clans(
         }
         at_least_one(&field("max_sockets"), entry.max_sockets.into())?;
         at_least_one(&field("signal_port"), entry.signal_port.into())?;
+        if let Some(warn) = entry.warn_sockets {
+            if warn == 0 || warn > entry.max_sockets {
+                return Err(Fault::new(
+                    field("warn_sockets"),
+                    format!(
+                        "is {warn}; it must be 1 to max_sockets ({}), or left out for no \
+                         warning",
+                        entry.max_sockets
+                    ),
+                ));
+            }
+        }
         if entry.node.is_empty() {
             return Err(Fault::new(
                 field("node"),
@@ -434,6 +446,7 @@ fn clans(
             kind: entry.kind,
             node: entry.node.clone(),
             signal_port: entry.signal_port,
+            warn_sockets: entry.warn_sockets,
         });
     }
     Ok(clans)

@@ -276,6 +276,8 @@ pub(crate) struct ClanFile {
     pub node: String,
     #[serde(default = "default_clan_signal_port")]
     pub signal_port: u16,
+    #[serde(default)]
+    pub warn_sockets: Option<u32>,
 }
 
 /// `[[tts]]`. `None` and an empty list both mean "not given".

@@ -247,6 +247,10 @@ pub struct Clan {
     /// The TCP port of its call signalling on its own IP (default 1720): where it listens
     /// in socket mode, and the `callSignalAddress` of its RCFs in either mode.
     pub signal_port: u16,
+    /// Avaya's "number of C-LAN sockets before warning": a load that raises a warning (an
+    /// event and a log line) once, cleared when the load falls back below it by a
+    /// hysteresis (`gatekeeper::warnings`); 1..=`max_sockets`; `None`: no warning.
+    pub warn_sockets: Option<u32>,
 }
 
 impl Clan {

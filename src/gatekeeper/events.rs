@@ -1,5 +1,5 @@
-//! What happened, for people watching: registrations, unregistrations, expiries, rejects and
-//! C-LAN changes, as a bounded queue the server drains after each call into the core and
+//! What happened, for people watching: registrations, unregistrations, expiries, rejects,
+//! C-LAN changes and `warn_sockets` warnings, as a bounded queue the server drains after each call into the core and
 //! streams on the admin port (`/api/events`).
 
 use std::collections::VecDeque;
@@ -97,6 +97,18 @@ pub enum Event {
         clan: String,
         /// The new cap.
         max_sockets: u32,
+    },
+    /// A C-LAN's load reached its `warn_sockets` (`warning: true`), or fell back below it
+    /// by the hysteresis (`false`); once per crossing (`gatekeeper::warnings`).
+    ClanWarning {
+        /// Its name.
+        clan: String,
+        /// Does the warning stand now?
+        warning: bool,
+        /// Its load (sockets + reservations) at the crossing.
+        load: u32,
+        /// Its `warn_sockets`.
+        warn_sockets: u32,
     },
 }
 

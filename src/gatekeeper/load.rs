@@ -1,11 +1,13 @@
 //! The load of every C-LAN — sockets, reservations, cap, in-service state — and an index of
 //! the C-LANs that can take one more phone, ordered the way GCF choice reads them (per
 //! region: priority class, then load, then configuration order). Every change keeps the
-//! index in step, so finding the best C-LAN of a region costs a map lookup, not a scan.
+//! index in step, so finding the best C-LAN of a region costs a map lookup, not a scan, and
+//! tells the `warn_sockets` table ([`Warnings`]) the new load.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::topology::ClanIdx;
+use super::warnings::Warnings;
 use crate::config::RegionId;
 
 /// One C-LAN's counters.
@@ -43,6 +45,9 @@ pub struct Loads {
     clans: Vec<ClanLoad>,
     /// Per region, per priority class: available C-LANs as (load, index).
     available: HashMap<RegionId, BTreeMap<u8, BTreeSet<(u32, ClanIdx)>>>,
+    /// The `warn_sockets` thresholds and the warnings standing (none until
+    /// [`Loads::set_warnings`]).
+    warnings: Warnings,
 }
 
 impl Loads {
@@ -54,6 +59,25 @@ impl Loads {
             loads.index(loads.clans.len() - 1);
         }
         loads
+    }
+
+    /// Sets every C-LAN's `warn_sockets` (configuration order), none raised; the current
+    /// loads are judged at once.
+    pub fn set_warnings(&mut self, thresholds: impl IntoIterator<Item = Option<u32>>) {
+        self.warnings = Warnings::new(thresholds);
+        for (idx, clan) in self.clans.iter().enumerate() {
+            self.warnings.observe(idx, clan.load());
+        }
+    }
+
+    /// The `warn_sockets` thresholds and the warnings standing.
+    pub fn warnings(&self) -> &Warnings {
+        &self.warnings
+    }
+
+    /// The same, to take crossings or carry warnings over a reload.
+    pub fn warnings_mut(&mut self) -> &mut Warnings {
+        &mut self.warnings
     }
 
     /// One C-LAN's counters.
@@ -111,6 +135,7 @@ impl Loads {
         self.unindex(idx);
         f(&mut self.clans[idx]);
         self.index(idx);
+        self.warnings.observe(idx, self.clans[idx].load());
     }
 
     /// One more reservation.

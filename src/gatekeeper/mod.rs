@@ -45,6 +45,7 @@ mod snapshot;
 pub mod state;
 pub mod stats;
 pub mod topology;
+pub mod warnings;
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -269,7 +270,7 @@ impl Gatekeeper {
         let gatekeeper_id = GatekeeperId::new(&config.gatekeeper.gatekeeper_id)
             .map_err(StartError::GatekeeperId)?;
         let topology = Topology::new(&config);
-        let loads = Loads::new(config.clans.iter().map(|clan| ClanLoad {
+        let mut loads = Loads::new(config.clans.iter().map(|clan| ClanLoad {
             sockets: 0,
             reserved: 0,
             cap: clan.max_sockets,
@@ -277,6 +278,7 @@ impl Gatekeeper {
             region: clan.region,
             priority: clan.priority,
         }));
+        loads.set_warnings(config.clans.iter().map(|clan| clan.warn_sockets));
         let rng = ChaCha8Rng::seed_from_u64(config.gatekeeper.seed.unwrap_or(0));
         let calls = Calls::new(&config, config.gatekeeper.seed.unwrap_or(0));
         let passwords = passwords::Passwords::new(&config);
@@ -336,7 +338,35 @@ impl Gatekeeper {
 
     /// Takes the events since the last call, oldest first.
     pub fn drain_events(&mut self) -> Vec<Event> {
+        self.report_warnings();
         self.events.drain().collect()
+    }
+
+    /// Turns the `warn_sockets` crossings since the last call into a log line and an event
+    /// each (the log line even while no one watches events).
+    fn report_warnings(&mut self) {
+        for crossing in self.loads.warnings_mut().take_crossings() {
+            let clan = self.config.clans[crossing.clan].name.clone();
+            let (load, warn_sockets) = (crossing.load, crossing.warn_sockets);
+            if crossing.raised {
+                tracing::warn!(
+                    %clan, load, warn_sockets,
+                    "C-LAN {clan}: {load} sockets, at its warn_sockets ({warn_sockets})"
+                );
+            } else {
+                tracing::info!(
+                    %clan, load, warn_sockets,
+                    "C-LAN {clan}: {load} sockets, back below its warn_sockets ({warn_sockets}); \
+                     warning cleared"
+                );
+            }
+            self.events.push(Event::ClanWarning {
+                clan,
+                warning: crossing.raised,
+                load,
+                warn_sockets,
+            });
+        }
     }
 
     /// Events dropped because they were not drained in time.

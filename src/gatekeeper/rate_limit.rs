@@ -50,6 +50,27 @@ impl RateLimit {
         }
     }
 
+    /// The limits of a reloaded `[limits]`, keeping what is known of every source: a
+    /// bucket keeps its tokens (at most the new burst), so a reload hands no flooder a full
+    /// one; a smaller `max_sources` forgets sources by the usual rule until it fits. With
+    /// no rate any more, nothing is kept.
+    pub fn reconfigure(&mut self, limits: &Limits) {
+        self.rate = limits.rate_per_source.map(f64::from);
+        self.burst = f64::from(limits.burst_per_source.max(1));
+        self.max_sources = limits.max_sources.max(1);
+        if self.rate.is_none() {
+            self.buckets.clear();
+            self.order.clear();
+            return;
+        }
+        for bucket in self.buckets.values_mut() {
+            bucket.tokens = bucket.tokens.min(self.burst);
+        }
+        while self.buckets.len() > self.max_sources {
+            self.forget_one();
+        }
+    }
+
     /// Takes a token from `source`'s bucket: `false` when it has none left (drop the
     /// datagram).
     pub fn admit(&mut self, now: Instant, source: IpAddr) -> bool {
@@ -139,6 +160,27 @@ mod tests {
         assert_eq!((0..100).filter(|_| limit.admit(later, ip(1))).count(), 5);
         // Another source has its own bucket.
         assert!(limit.admit(later, ip(2)));
+    }
+
+    #[test]
+    fn a_new_limit_keeps_each_sources_tokens() {
+        let mut limit = RateLimit::new(&limits(1, 5, 100));
+        let t0 = Instant::now();
+        for n in 0..10 {
+            limit.admit(t0, ip(n));
+        }
+        // ip(0) spends its burst; then the burst is lowered to 2 and the table to 4 sources.
+        while limit.admit(t0, ip(0)) {}
+        limit.reconfigure(&limits(1, 2, 4));
+        assert_eq!(limit.sources(), 4);
+        assert!(limit.forgotten >= 6);
+        // A kept source with tokens left has at most the new burst.
+        let kept = *limit.buckets.keys().find(|&&s| s != ip(0)).unwrap();
+        assert_eq!((0..10).filter(|_| limit.admit(t0, kept)).count(), 2);
+        // No rate: nothing kept, everything admitted.
+        limit.reconfigure(&Limits::default());
+        assert_eq!(limit.sources(), 0);
+        assert!((0..100).all(|_| limit.admit(t0, ip(0))));
     }
 
     #[test]

@@ -13,6 +13,12 @@
 //! - A C-LAN's `in_service` and `max_sockets` are the file's where the file changed them;
 //!   where it did not, what an administrator set since stays. Taken out of service by the
 //!   file: its phones get URQs as from the admin API. A lowered cap drops nobody.
+//! - A C-LAN's `warn_sockets` warning stands across the reload; a changed threshold is
+//!   judged at once against the current load (raised or cleared once, as ever).
+//! - `[limits]` apply at once: the retransmission cache and the rate limit's table carry
+//!   over under the new bounds (the oldest cached replies and least recently seen sources
+//!   go first when they shrink; a source keeps its tokens, at most the new burst); the
+//!   reservation cap and the reflection ratio are read where they apply.
 //! - Regions, links, TTS rules, AGL quotas, passwords and the other `[gatekeeper]` keys
 //!   take effect for what comes next (a registered phone keeps its region and AGL until it
 //!   registers again). A new configuration without `seed` keeps the running one.
@@ -20,10 +26,11 @@
 use std::time::Instant;
 
 use super::events::{Ending, Event};
+use super::rate_limit::RateLimit;
 use super::registry;
 use super::{policy, Gatekeeper, StartError, Timer, Transmit};
 use crate::calls::Calls;
-use crate::config::Config;
+use crate::config::{Config, Limits};
 use crate::ras::reply::UrqReason;
 
 /// What a reload did.
@@ -41,6 +48,25 @@ pub struct Reloaded {
 }
 
 impl Gatekeeper {
+    /// `warn_sockets` warnings live on across a reload: crossings of the old life are
+    /// reported now, the rebuild's are dropped, and each C-LAN of the new configuration
+    /// starts from its old warning (none for a new C-LAN) and its load under the new
+    /// threshold — so a reload raises or clears a warning only where it changed something.
+    fn carry_warnings(&mut self, fresh: &mut Gatekeeper) {
+        self.report_warnings();
+        fresh.loads.warnings_mut().forget_crossings();
+        for (idx, clan) in fresh.config.clans.iter().enumerate() {
+            let raised = self
+                .config
+                .clans
+                .iter()
+                .position(|old| old.name == clan.name)
+                .is_some_and(|old| self.loads.warnings().raised(old));
+            let load = fresh.loads.get(idx).load();
+            fresh.loads.warnings_mut().carry(idx, raised, load);
+        }
+    }
+
     /// Runs on `config` from now on (see the module doc). On an error the gatekeeper is
     /// unchanged.
     pub fn reload(&mut self, now: Instant, mut config: Config) -> Result<Reloaded, StartError> {
@@ -71,6 +97,7 @@ impl Gatekeeper {
         fresh.wall = self.wall;
         let state = self.snapshot_state(now);
         let restored = fresh.load_state(&state, now);
+        self.carry_warnings(&mut fresh);
         let mut reloaded = Reloaded {
             transmits: restored.transmits,
             registrations: restored.registrations,
@@ -84,6 +111,23 @@ impl Gatekeeper {
         fresh.stats = std::mem::take(&mut self.stats);
         fresh.events = std::mem::take(&mut self.events);
         fresh.retransmits = std::mem::take(&mut self.retransmits);
+        // [limits] of the new file, on the tables carried over (the other limits are read
+        // from the configuration where they apply).
+        fresh
+            .retransmits
+            .set_max(fresh.config.limits.max_cached_replies);
+        fresh.rate_limit =
+            std::mem::replace(&mut self.rate_limit, RateLimit::new(&Limits::default()));
+        fresh.rate_limit.reconfigure(&fresh.config.limits);
+        // A lowered reservation cap holds at once: the reservations that run out first go,
+        // as when a GCF finds the table full.
+        while fresh.reservations.len() > fresh.config.limits.max_reservations {
+            let Some(oldest) = fresh.reservations.oldest() else {
+                break;
+            };
+            fresh.release_reservation(oldest);
+            fresh.stats.reservations_dropped += 1;
+        }
         fresh.passwords = self.passwords.renewed(&fresh.config);
         let addresses = fresh.local_addresses();
         for (key, pending) in std::mem::take(&mut self.pending_urqs) {

@@ -250,6 +250,17 @@ impl RetransmitCache {
         });
     }
 
+    /// A new bound (`[limits] max_cached_replies` changed by a reload): at most `max` entries
+    /// (at least 1) from now on; the oldest beyond it go at once, counted as evicted.
+    pub fn set_max(&mut self, max: usize) {
+        self.max = max.max(1);
+        while self.queue.len() > self.max {
+            if self.pop_oldest() {
+                self.evicted += 1;
+            }
+        }
+    }
+
     /// Drops the oldest queue slot: `true` when it still held a reply. Its serial stays in
     /// the index, matched by nothing, until the next sweep.
     fn pop_oldest(&mut self) -> bool {

@@ -43,6 +43,12 @@ pub struct ClanView {
     /// Socket mode: TTS set-ups waiting for a free establishment slot.
     #[serde(default)]
     pub queued: u32,
+    /// Its `warn_sockets` ("sockets before warning"), if it has one.
+    #[serde(default)]
+    pub warn_sockets: Option<u32>,
+    /// Does its `warn_sockets` warning stand (raised, not yet cleared)?
+    #[serde(default)]
+    pub warning: bool,
 }
 
 /// One registration (`GET /api/registrations`).
@@ -93,7 +99,8 @@ impl Gatekeeper {
             .iter()
             .zip(self.loads.all())
             .zip(&self.signalling.clans)
-            .map(|((clan, load), sockets)| ClanView {
+            .enumerate()
+            .map(|(idx, ((clan, load), sockets))| ClanView {
                 name: clan.name.clone(),
                 region: clan.region,
                 node: clan.node.clone(),
@@ -108,6 +115,8 @@ impl Gatekeeper {
                 established: sockets.established,
                 setups: sockets.setups,
                 queued: sockets.queued,
+                warn_sockets: self.loads.warnings().warn_sockets(idx),
+                warning: self.loads.warnings().raised(idx),
             })
             .collect()
     }

@@ -6,7 +6,8 @@
 //! [`reply`] builds the messages a gatekeeper sends and [`request`] those a phone sends;
 //! [`Alias`] and the transport-address conversions map the ASN.1 shapes to plain Rust ones;
 //! [`h235`] makes and reads the `cryptoEPPwdHash` password token, [`h235_1`] the H.235.1
-//! procedure I token whose HMAC covers the whole message.
+//! procedure I token whose HMAC covers the whole message; [`json`] renders any message as
+//! JSON.
 //!
 //! ```text
 //!  datagram ──decode──▶ RasMessage ──(gatekeeper)──▶ RasMessage ──encode──▶ datagram
@@ -38,6 +39,7 @@ pub(crate) mod hot_reply;
 mod hot_request;
 #[cfg(test)]
 mod hot_strategies;
+pub mod json;
 mod kind;
 mod peek;
 pub mod reply;
@@ -55,8 +57,9 @@ pub mod asn {
 pub(crate) use address::{bmp_text, utf16be_text};
 pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
-pub use codec::{decode, encode, encode_into, read_request, to_json, DecodeError, EncodeError};
+pub use codec::{decode, encode, encode_into, read_request, DecodeError, EncodeError};
 pub use hot_request::{Aliases, FullRegistration, KeepAlive, Request, TransportAddresses};
+pub use json::to_json;
 pub use kind::{kind, request_seq_num, MessageKind};
 pub(crate) use peek::peek_kind;
 pub use peek::peek_request_seq_num;

@@ -184,6 +184,7 @@ impl Figures {
             ("max_reservations", l.max_reservations as u64),
             ("max_cached_replies", l.max_cached_replies as u64),
             ("reflection_ratio", l.reflection_ratio as u64),
+            ("max_frame_octets", l.max_frame_octets.into()),
         ] {
             let _ = writeln!(out, "{name}{{limit=\"{limit}\"}} {value}");
         }
@@ -284,6 +285,28 @@ impl Figures {
                 let _ = writeln!(out, "{name}{{{}}} {}", clan_labels(clan), value(clan));
             }
         }
+        let name = "rasgk_clan_warn_sockets";
+        header(
+            &mut out,
+            name,
+            "A C-LAN's warn_sockets: the load that raises its warning (C-LANs with one).",
+            "gauge",
+        );
+        for clan in &self.clans {
+            if let Some(warn) = clan.warn_sockets {
+                let _ = writeln!(out, "{name}{{{}}} {warn}", clan_labels(clan));
+            }
+        }
+        let name = "rasgk_clans_warning";
+        header(
+            &mut out,
+            name,
+            "C-LANs whose warn_sockets warning stands (load reached it, not yet back below it \
+             by the hysteresis).",
+            "gauge",
+        );
+        let warning = self.clans.iter().filter(|c| c.warning).count();
+        let _ = writeln!(out, "{name} {warning}");
         for (name, help, counts) in [
             (
                 "rasgk_ras_received_total",

@@ -339,6 +339,7 @@ impl Server {
                             readers: &mut readers,
                         };
                         reload::reload(path, &mut gatekeeper, server).await;
+                        connections.reconfigure(gatekeeper.config());
                     }
                     None => tracing::warn!(
                         "SIGHUP: nothing to reload (running the embedded default; start with \

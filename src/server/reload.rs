@@ -5,7 +5,9 @@
 //! C-LANs, a new discovery address) are bound — one that cannot be bound refuses the reload
 //! too — and the core takes the configuration ([`Gatekeeper::reload`]). Its URQs are sent
 //! (some from removed C-LANs' addresses), and only then are the sockets of addresses no
-//! longer used closed. `[admin]` and `multicast` changes need a restart; a reload says so.
+//! longer used closed. `[admin]`, `multicast` and `sockets` changes need a restart; a reload
+//! says so (and keeps the running `sockets` mode). `[limits]` apply at once, in the core and
+//! here: the longest TPKT frame and the keep-alive of connections opened from now on.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -53,6 +55,20 @@ pub(super) async fn reload(path: &Path, gatekeeper: &mut Gatekeeper, server: Soc
     }
     if config.gatekeeper.multicast != running.gatekeeper.multicast {
         tracing::warn!("reload: gatekeeper.multicast takes effect at the next start only");
+    }
+    let mut config = config;
+    if config.gatekeeper.sockets != running.gatekeeper.sockets {
+        // The signalling listeners are bound at start: the running mode stays, or the core
+        // would wait for connections no listener takes (or ignore those it does).
+        tracing::warn!(
+            "reload: gatekeeper.sockets takes effect at the next start only; running on with \
+             sockets = \"{}\"",
+            match running.gatekeeper.sockets {
+                config::SocketMode::Count => "count",
+                config::SocketMode::Tcp => "tcp",
+            }
+        );
+        config.gatekeeper.sockets = running.gatekeeper.sockets;
     }
     let wanted: Vec<SocketAddr> = std::iter::once(config.gatekeeper.discovery)
         .chain(config.clans.iter().map(|clan| clan.address))

@@ -158,6 +158,16 @@ impl Connections {
         (connections, receiver)
     }
 
+    /// A reloaded configuration's `[limits] max_frame_octets` and `keepalive_s`: for
+    /// connections accepted or opened from now on (one already open keeps the bounds it
+    /// started with).
+    pub fn reconfigure(&mut self, config: &Config) {
+        self.settings = Settings {
+            max_frame: config.limits.max_frame_octets,
+            keepalive: config.gatekeeper.keepalive,
+        };
+    }
+
     /// Hands one event to the core.
     pub fn handle(&mut self, gatekeeper: &mut Gatekeeper, now: Instant, event: SocketEvent) {
         match event {
