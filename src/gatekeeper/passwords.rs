@@ -2,7 +2,7 @@
 //! with which token, what the GCF selects of the mechanisms a GRQ offers, and the replies
 //! secured under H.235.1.
 //!
-//! domain.md has no rule for it; these are ours, after what H323Plus endpoints and GnuGk do:
+//! The rules (docs/rules.md §13.2), after what H323Plus endpoints and GnuGk do:
 //!
 //! - A request that carries an endpoint's identity — RRQ (full: its `terminalAlias`;
 //!   lightweight: the registration it names), URQ, ARQ, DRQ, BRQ and IRR (the registration

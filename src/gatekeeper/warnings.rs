@@ -1,4 +1,4 @@
-//! Avaya's "number of C-LAN sockets before warning" (domain.md §5): per C-LAN an optional
+//! Avaya's "number of C-LAN sockets before warning" (docs/rules.md §9.3): per C-LAN an optional
 //! `warn_sockets`. When a C-LAN's load (sockets + reservations, what its cap holds) reaches
 //! it, the warning is *raised* — once; it is *cleared* — once — when the load falls below
 //! `warn_sockets` minus a hysteresis, so a C-LAN whose load wavers around the threshold does
@@ -6,7 +6,7 @@
 //!
 //! The hysteresis is 5 % of the threshold, at least one socket ([`hysteresis`]): with
 //! `warn_sockets = 400` the warning is raised at load 400 and cleared below 380. Avaya
-//! documents no hysteresis for this alarm; the rule is ours (domain.md §5 asks for one).
+//! documents no hysteresis for this alarm; the rule is ours (docs/rules.md §9.3).
 //!
 //! [`Loads`](super::load::Loads) tells this table every load change; the crossings wait in
 //! a bounded queue until the gatekeeper turns them into events and log lines
