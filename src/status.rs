@@ -119,16 +119,24 @@ fn unchunk(mut rest: &str) -> Option<String> {
 
 /// Reads both views from the admin port.
 pub fn fetch(address: SocketAddr) -> Result<(Vec<ClanView>, Vec<RegionView>), StatusError> {
-    let parse = |path: &'static str| get_json(address, path);
-    let bad = |path: &'static str, error: serde_json::Error| StatusError::BadAnswer {
+    let clans = fetch_clans(address)?;
+    let text = get_json(address, "/api/regions")?;
+    let regions = serde_json::from_str(&text).map_err(|error| StatusError::BadAnswer {
         address: address.to_string(),
-        path,
+        path: "/api/regions",
         reason: format!("not the JSON rasgk serve sends: {error}"),
-    };
-    let clans = serde_json::from_str(&parse("/api/clans")?).map_err(|e| bad("/api/clans", e))?;
-    let regions =
-        serde_json::from_str(&parse("/api/regions")?).map_err(|e| bad("/api/regions", e))?;
+    })?;
     Ok((clans, regions))
+}
+
+/// `/api/clans` alone, for a sampler that must load the gatekeeper as little as it can.
+pub fn fetch_clans(address: SocketAddr) -> Result<Vec<ClanView>, StatusError> {
+    let text = get_json(address, "/api/clans")?;
+    serde_json::from_str(&text).map_err(|error| StatusError::BadAnswer {
+        address: address.to_string(),
+        path: "/api/clans",
+        reason: format!("not the JSON rasgk serve sends: {error}"),
+    })
 }
 
 /// A bar of `width` cells: `█` for sockets, `▒` for reservations, `·` for free places.

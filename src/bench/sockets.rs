@@ -108,10 +108,13 @@ pub struct Sockets {
 }
 
 /// `rasgk storm --sockets` with the README's options for `phones` phones, `tts_share` of
-/// them TTS, holding their sockets 2 s after the last registration.
-pub fn storm_args(phones: usize, tts_share: f64) -> Result<StormArgs, String> {
+/// them TTS, holding their sockets `hold_s` after the last registration (long enough for
+/// every phone to be in service: non-TTS phones turned away busy come back after a
+/// back-off of up to 2 s).
+pub fn storm_args(phones: usize, tts_share: f64, hold_s: u32) -> Result<StormArgs, String> {
     let phones = phones.to_string();
     let share = tts_share.to_string();
+    let hold = hold_s.to_string();
     let line = [
         "rasgk storm",
         "--sockets",
@@ -126,7 +129,7 @@ pub fn storm_args(phones: usize, tts_share: f64) -> Result<StormArgs, String> {
         "--regions",
         "1,2,3",
         "--duration",
-        "2",
+        &hold,
     ];
     super::storm::parse_storm_line(&line).map_err(|e| format!("the socket storm's options: {e}"))
 }
@@ -140,7 +143,9 @@ async fn run_one(phones: usize, tts_share: f64, setup_ms: u32) -> Result<SocketR
     let config = config::from_toml(&text, ORIGIN).map_err(|e| e.to_string())?;
     let admin: SocketAddr = config.admin.listen;
     let gatekeeper = super::Serving::start(config, "the socket storm's gatekeeper").await?;
-    let args = storm_args(phones, tts_share)?;
+    // With establishments that take time, rejected phones need more than one back-off.
+    let hold_s = if setup_ms == 0 { 2 } else { 5 };
+    let args = storm_args(phones, tts_share, hold_s)?;
     let tts = (phones as f64 * tts_share).floor() as usize;
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
@@ -166,7 +171,7 @@ async fn run_one(phones: usize, tts_share: f64, setup_ms: u32) -> Result<SocketR
 fn most_setups(admin: SocketAddr, sampling: &AtomicBool) -> u32 {
     let mut most = 0;
     while sampling.load(Ordering::Relaxed) {
-        if let Ok((clans, _)) = crate::status::fetch(admin) {
+        if let Ok(clans) = crate::status::fetch_clans(admin) {
             most = clans.iter().map(|c| c.setups).max().unwrap_or(0).max(most);
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -203,7 +208,7 @@ mod tests {
         assert_eq!(config.admin.listen, ADMIN.parse().unwrap());
         let room: u64 = config.clans.iter().map(|c| u64::from(c.max_sockets)).sum();
         assert!(room >= 6_000, "room for 6,000 phones: {room}");
-        let args = storm_args(6_000, 0.5).unwrap();
+        let args = storm_args(6_000, 0.5, 2).unwrap();
         assert!(args.sockets);
         assert_eq!(args.regions, [1, 2, 3]);
     }

@@ -172,9 +172,17 @@ pub(super) async fn live<T>(
     let router = tokio::spawn(bound.router.run());
     let accepted = bound.acceptor.as_ref().map(Acceptor::counts);
     let accept_delay = Duration::from_millis(args.accept_delay_ms);
-    let acceptor = bound
-        .acceptor
-        .map(|acceptor| tokio::spawn(acceptor.run(accept_delay)));
+    // Phones that accept at once take every connection waiting, not a runtime budget's
+    // worth per turn: under the storm's own RAS the acceptor would otherwise wait a turn
+    // over every phone between budgets, and the phones' time to service would measure the
+    // storm, not the gatekeeper. The backlog running dry ends each turn.
+    let acceptor = bound.acceptor.map(|acceptor| {
+        if accept_delay.is_zero() {
+            tokio::spawn(tokio::task::unconstrained(acceptor.run(accept_delay)))
+        } else {
+            tokio::spawn(acceptor.run(accept_delay))
+        }
+    });
     let gauge = Gauge::default();
     let sampler = args
         .sockets
