@@ -595,12 +595,138 @@ fn a_tts_phone_gets_its_socket_on_an_agl_entry() {
     // All four are priority 1 and a2, b1, b2 are empty: home and direct entries form one
     // group, so AGL order decides, and the home entries come first.
     assert_eq!(socket, "a2");
-    assert_eq!(
-        lab.clan("a2").reserved,
-        0,
-        "the TTS phone's reservation was released"
-    );
+    assert_eq!(lab.clan("a2").reserved, 0, "the TTS phone reserved nothing");
     assert_eq!(lab.clan("a2").sockets, 1);
+}
+
+/// A phone known to be TTS at its GRQ takes no reservation (domain.md §1.5): by its GRQ's
+/// aliases, or by a region rule when its GRQ has none; a phone whose GRQ cannot tell (no
+/// aliases, and an alias rule comes first) reserves as any phone does.
+#[test]
+fn a_phone_tts_at_its_grq_takes_no_reservation() {
+    let toml = TWO_REGIONS.replace(
+        "[[tts]]\naliases = [\"7*\"]",
+        "[[tts]]\nregions = [2]\ntts = true\n[[tts]]\naliases = [\"7*\"]",
+    );
+    let mut lab = Lab::new(&toml);
+    let reserved = |lab: &Lab| lab.clans().iter().map(|c| c.reserved).sum::<u32>();
+    // By its alias: a GCF, no reservation.
+    let mut by_alias = Phone::extension(70_001, addr("127.1.0.77:5000"));
+    assert!(matches!(lab.grq(&mut by_alias), Answer::Gcf { .. }));
+    assert_eq!(reserved(&lab), 0, "a TTS phone's GCF reserves nothing");
+    assert_eq!(lab.gatekeeper.stats().gcf_tts, 1);
+    // By its region, without aliases.
+    let mut by_region = Phone::new(Vec::new(), addr("127.2.0.77:5000"));
+    assert!(matches!(lab.grq(&mut by_region), Answer::Gcf { .. }));
+    assert_eq!(reserved(&lab), 0, "a region rule makes it TTS");
+    // Region 1 without aliases: the alias rule might match its RRQ, so it reserves.
+    let mut unknown = Phone::new(Vec::new(), addr("127.1.0.78:5000"));
+    assert!(matches!(lab.grq(&mut unknown), Answer::Gcf { .. }));
+    assert_eq!(reserved(&lab), 1, "not known as TTS: a reservation");
+    // A non-TTS phone reserves.
+    let mut other = phone(1, 1);
+    assert!(matches!(lab.grq(&mut other), Answer::Gcf { .. }));
+    assert_eq!(reserved(&lab), 2);
+    // The TTS phone registers where its GCF sent it; its socket goes by §4.
+    let clan = lab.register(&mut by_alias);
+    assert!(lab.clans().iter().any(|c| c.address == clan));
+    let registration = lab
+        .gatekeeper
+        .registrations()
+        .into_iter()
+        .find(|r| r.tts)
+        .expect("registered as TTS");
+    assert!(registration.clan.is_some(), "its socket was placed");
+    assert_eq!(reserved(&lab), 2, "the others' reservations stay");
+}
+
+/// Two equal C-LANs and a burst of 500 phones, 30 % of them TTS (every GRQ, then every
+/// RRQ): the non-TTS phones split over the two within one, as without the TTS phones; in
+/// count mode and in socket mode (where the core holds each phone's place from its RCF on).
+#[test]
+fn a_burst_with_tts_phones_splits_non_tts_phones_evenly() {
+    for sockets in ["count", "tcp"] {
+        let toml = TWO_EQUAL.replace("seed = 3", &format!("seed = 3\nsockets = {sockets:?}"));
+        let config = config::from_toml(&toml, "two.toml").unwrap();
+        let mut phones = rasgk::bench::placement::phones([127, 1], 500, 30);
+        let ended = rasgk::bench::placement::burst(config, &mut phones).unwrap();
+        assert_eq!(ended.refused, 0, "{sockets}");
+        let (a, b) = (ended.non_tts_on("a"), ended.non_tts_on("b"));
+        assert_eq!(a + b, 350, "{sockets}: {ended:?}");
+        assert!(
+            a.abs_diff(b) <= 1,
+            "{sockets}: non-TTS phones split {a}/{b}"
+        );
+        let tts: u32 = ended.clans.iter().map(|&(_, _, tts)| tts).sum();
+        assert_eq!(tts, 150, "{sockets}: {ended:?}");
+    }
+}
+
+const TWO_EQUAL: &str = r#"
+[gatekeeper]
+seed = 3
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[clan]]
+name = "a"
+region = 1
+address = "127.0.1.1:1719"
+[[clan]]
+name = "b"
+region = 1
+address = "127.0.1.2:1719"
+[[tts]]
+aliases = ["5*"]
+"#;
+
+/// The issue's burst: 2,000 region-1 phones, 30 % TTS, on the default topology. No
+/// non-TTS phone is in another region or on a priority-2 board while a priority-1 board of
+/// region 1 has room, and each C-LAN holds as many non-TTS phones as without the TTS
+/// phones.
+#[test]
+fn a_burst_with_tts_phones_places_non_tts_phones_by_the_rules() {
+    let placement = rasgk::bench::placement::measure(2_000).unwrap();
+    let ended = &placement.with_tts;
+    assert_eq!(ended.refused, 0);
+    let config = config::embedded_default();
+    let priority_1_room = config
+        .clans
+        .iter()
+        .filter(|clan| clan.region == 1 && clan.priority == 1)
+        .any(|clan| {
+            let (_, non_tts, tts) = ended.clans.iter().find(|(n, ..)| *n == clan.name).unwrap();
+            non_tts + tts < clan.max_sockets
+        });
+    let elsewhere: u32 = config
+        .clans
+        .iter()
+        .filter(|clan| clan.region != 1 || clan.priority != 1)
+        .map(|clan| ended.non_tts_on(&clan.name))
+        .sum();
+    assert!(
+        !(priority_1_room && elsewhere > 0),
+        "{elsewhere} non-TTS phones elsewhere while a priority-1 board has room: {ended:?}"
+    );
+    assert_eq!(ended.non_tts_on("clan-1a"), 480);
+    assert_eq!(ended.non_tts_on("clan-1b"), 480);
+    for region in [2, 3] {
+        for clan in config.clans.iter().filter(|c| c.region == region) {
+            assert_eq!(ended.non_tts_on(&clan.name), 0, "{}", clan.name);
+        }
+    }
+    assert_eq!(
+        placement.with_tts.clans.len(),
+        placement.without_tts.clans.len()
+    );
+    for (with, without) in placement
+        .with_tts
+        .clans
+        .iter()
+        .zip(&placement.without_tts.clans)
+    {
+        assert_eq!(with.1, without.1, "non-TTS phones on {}", with.0);
+    }
 }
 
 #[test]

@@ -56,7 +56,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::calls::Calls;
 use crate::config::{Clan, Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
-use crate::ras::{self, FullRegistration, KeepAlive, MessageKind, RasMessage, Request};
+use crate::ras::{self, Discovery, FullRegistration, KeepAlive, MessageKind, RasMessage, Request};
 use agls::Agls;
 use arena::Arena;
 use events::{Ending, Event, EventQueue};
@@ -116,7 +116,7 @@ fn agl_entries(
 /// full RRQ that [`ras::read_request`] read without building them, or a decoded message.
 #[derive(Clone, Copy)]
 enum Incoming<'a> {
-    Grq(u16),
+    Grq(&'a Discovery<'a>),
     KeepAlive(&'a KeepAlive<'a>),
     FullRegistration(&'a FullRegistration<'a>),
     Message(&'a RasMessage),
@@ -403,7 +403,7 @@ impl Gatekeeper {
             }
         };
         let incoming = match &request {
-            Request::Grq { seq } => Incoming::Grq(*seq),
+            Request::Grq(discovery) => Incoming::Grq(discovery),
             Request::KeepAlive(keep_alive) => Incoming::KeepAlive(keep_alive),
             Request::FullRegistration(rrq) => Incoming::FullRegistration(rrq),
             Request::Message(message) => Incoming::Message(message),
@@ -494,7 +494,7 @@ impl Gatekeeper {
         checked: Option<u64>,
     ) -> Vec<Transmit> {
         let (kind, seq) = match incoming {
-            Incoming::Grq(seq) => (MessageKind::Grq, seq),
+            Incoming::Grq(discovery) => (MessageKind::Grq, discovery.seq),
             Incoming::KeepAlive(keep_alive) => (MessageKind::Rrq, keep_alive.seq),
             Incoming::FullRegistration(rrq) => (MessageKind::Rrq, rrq.seq),
             Incoming::Message(message) => (ras::kind(message), ras::request_seq_num(message)),
@@ -518,7 +518,7 @@ impl Gatekeeper {
             }
         };
         let reply = match incoming {
-            Incoming::Grq(seq) => self.gatekeeper_request(now, local, from, seq),
+            Incoming::Grq(discovery) => self.gatekeeper_request(now, local, from, discovery),
             Incoming::KeepAlive(keep_alive) => Some(self.keep_alive(
                 now,
                 from,
@@ -552,7 +552,7 @@ impl Gatekeeper {
         let seq = ras::request_seq_num(message);
         match message {
             RasMessage::gatekeeperRequest(grq) => {
-                self.gatekeeper_request(now, local, from, grq.request_seq_num.0)
+                self.gatekeeper_request(now, local, from, &Discovery::from(grq))
             }
             RasMessage::registrationRequest(rrq) => {
                 self.registration_request(now, local, from, rrq)

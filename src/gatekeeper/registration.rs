@@ -15,7 +15,7 @@ use crate::ras::asn::{
 };
 use crate::ras::hot_reply::{self, RcfParts};
 use crate::ras::reply::{self, AltGkInfo, ArjReason, RrjReason, UrjReason};
-use crate::ras::{Alias, FullRegistration, MessageKind, RasMessage};
+use crate::ras::{Alias, Discovery, FullRegistration, MessageKind, RasMessage};
 
 /// The text of an alias that `[[tts]]` patterns are matched against.
 fn alias_text(alias: &Alias) -> &str {
@@ -48,6 +48,31 @@ impl Gatekeeper {
             .iter()
             .find(|rule| rule.matches(aliases.iter().map(alias_text), region))
             .map_or(self.config.gatekeeper.tts_default, |rule| rule.tts)
+    }
+
+    /// Is a phone known to be TTS already at its GRQ (domain.md §1.5)? With aliases in its
+    /// GRQ, by them, as its RRQ will be (phones send the same aliases in GRQ and RRQ, so the
+    /// first matching rule is the same). Without, only when the first rule that could
+    /// cover it looks at regions alone: a rule on aliases might match the RRQ's aliases,
+    /// so the phone is then not known yet and its GCF reserves as any phone's.
+    pub(super) fn tts_at_discovery(&self, discovery: &Discovery<'_>, region: u16) -> bool {
+        let tts = &self.config.tts;
+        if !self.config.gatekeeper.tts_default && tts.iter().all(|rule| !rule.tts) {
+            // Nothing makes any phone TTS: the aliases need not be read.
+            return false;
+        }
+        if discovery.has_aliases {
+            let aliases: Vec<Alias> = discovery.aliases.clone().collect();
+            return self.is_tts(&aliases, region);
+        }
+        for rule in tts {
+            if !rule.regions.is_empty() && !rule.regions.contains(&region) {
+                continue;
+            }
+            // The first rule that could match: known only when it needs no alias.
+            return rule.aliases.is_empty() && rule.tts;
+        }
+        self.config.gatekeeper.tts_default
     }
 
     fn reject_rrq(&mut self, seq: u16, reason: RrjReason, alt: Option<AltGkInfo>) -> RasMessage {

@@ -106,6 +106,8 @@ pub struct Stats {
     pub registrations_expired: u64,
     /// GCF reservations that ran out before an RRQ.
     pub reservations_expired: u64,
+    /// GCFs to phones known to be TTS at their GRQ: no reservation (domain.md §1.5).
+    pub gcf_tts: u64,
     /// GRQ → RCF latency of registrations that used their reservation.
     pub registration_latency: LatencyHistogram,
 }
@@ -129,6 +131,7 @@ impl Default for Stats {
             unregistrations: 0,
             registrations_expired: 0,
             reservations_expired: 0,
+            gcf_tts: 0,
             registration_latency: LatencyHistogram::default(),
         }
     }

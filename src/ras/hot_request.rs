@@ -49,7 +49,7 @@ impl Walk {
 /// The message, when the datagram is a GRQ or RRQ of a shape read here.
 pub(crate) fn decode(octets: &[u8]) -> Option<RasMessage> {
     match walk(octets, Walk::Build)? {
-        Walked::Grq(grq, _) => Some(RasMessage::gatekeeperRequest(grq?)),
+        Walked::Grq(grq, ..) => Some(RasMessage::gatekeeperRequest(grq?)),
         Walked::Rrq(rrq, _) => Some(RasMessage::registrationRequest(rrq?)),
     }
 }
@@ -57,8 +57,8 @@ pub(crate) fn decode(octets: &[u8]) -> Option<RasMessage> {
 /// A request as the gatekeeper needs it.
 #[derive(Debug, PartialEq)]
 pub enum Request<'a> {
-    /// A GRQ of a shape read here, with its `requestSeqNum`: nothing else of it is used.
-    Grq { seq: u16 },
+    /// A GRQ of a shape read here.
+    Grq(Discovery<'a>),
     /// A lightweight RRQ of a shape read here (so without tokens) and without aliases.
     KeepAlive(KeepAlive<'a>),
     /// A full RRQ of a shape read here (so without tokens).
@@ -68,6 +68,29 @@ pub enum Request<'a> {
     /// box (an allocation past malloc's thread cache per request) nor every GRQ's return
     /// path (copying the whole enum) should carry.
     Message(&'a RasMessage),
+}
+
+/// What the gatekeeper reads of a GRQ: read here from the octets, or taken from a decoded
+/// message (`From<&GatekeeperRequest>`), the same fields either way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Discovery<'a> {
+    pub seq: u16,
+    /// `endpointAlias` (none when absent): whether the phone is TTS may be known from them
+    /// already.
+    pub aliases: Aliases<'a>,
+    /// `endpointAlias` is present (an empty list tells as little as none).
+    pub has_aliases: bool,
+}
+
+impl<'a> From<&'a asn::GatekeeperRequest> for Discovery<'a> {
+    fn from(grq: &'a asn::GatekeeperRequest) -> Self {
+        let aliases = grq.endpoint_alias.as_deref().unwrap_or_default();
+        Discovery {
+            seq: grq.request_seq_num.0,
+            aliases: Aliases(Listed::Decoded(aliases.iter())),
+            has_aliases: !aliases.is_empty(),
+        }
+    }
 }
 
 /// What the gatekeeper reads of a lightweight RRQ.
@@ -237,7 +260,11 @@ listed_eq_and_debug!(TransportAddresses, Aliases);
 /// answered from its message, as it always was) and one without an `endpointIdentifier`.
 pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
     match walk(octets, Walk::Check)? {
-        Walked::Grq(_, seq) => Some(Request::Grq { seq }),
+        Walked::Grq(_, seq, aliases) => Some(Request::Grq(Discovery {
+            seq,
+            has_aliases: aliases.as_ref().is_some_and(|items| items.left > 0),
+            aliases: Aliases(Listed::Walked(aliases.unwrap_or_else(Items::none))),
+        })),
         Walked::Rrq(_, kept) if !kept.keep_alive => {
             Some(Request::FullRegistration(FullRegistration {
                 seq: kept.seq,
@@ -273,7 +300,8 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
 /// call on the stack and its value is moved out once, so its size is no cost worth a box.
 #[allow(clippy::large_enum_variant)]
 enum Walked<'a> {
-    Grq(Option<asn::GatekeeperRequest>, u16),
+    /// The value, `requestSeqNum` and `endpointAlias` when present.
+    Grq(Option<asn::GatekeeperRequest>, u16, Option<Items<'a>>),
     Rrq(Option<asn::RegistrationRequest>, Kept<'a>),
 }
 
@@ -317,7 +345,11 @@ fn gatekeeper_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> 
     let ras_address = transport_address(r, walk)?;
     let (endpoint_type, _) = endpoint_type(r, walk)?;
     let gatekeeper_identifier = optional(has_gatekeeper, || bmp(r, 128, walk))?.flatten();
-    let endpoint_alias = optional(has_aliases, || aliases(r, walk))?.flatten();
+    let alias_items = optional(has_aliases, || Items::read(r))?;
+    let endpoint_alias = match &alias_items {
+        Some(items) => list(items.left, walk, || alias_address(r, walk))?,
+        None => None,
+    };
     let mut supports_alt_gk = None;
     let mut supports_assigned_gk = None;
     if extended {
@@ -357,7 +389,7 @@ fn gatekeeper_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> 
     } else {
         None
     };
-    Some(Walked::Grq(grq, seq))
+    Some(Walked::Grq(grq, seq, alias_items))
 }
 
 fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> {
@@ -660,11 +692,6 @@ pub(super) fn socket_address(r: &mut Reader<'_>) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-fn aliases(r: &mut Reader<'_>, walk: Walk) -> Option<Option<Vec<asn::AliasAddress>>> {
-    let count = r.unconstrained_length()?;
-    list(count, walk, || alias_address(r, walk))
-}
-
 /// Which root alternative of `AliasAddress` follows: `Some(true)` for `dialledDigits`,
 /// `Some(false)` for `h323-ID` (an extension alternative is not read here).
 fn dialled_digits_follow(r: &mut Reader<'_>) -> Option<bool> {
@@ -886,8 +913,11 @@ mod tests {
     fn read_agrees_with_decode(octets: &[u8]) -> Result<(), TestCaseError> {
         let (read, decoded) = (read(octets), decode(octets));
         match (read, decoded) {
-            (Some(Request::Grq { seq }), Some(RasMessage::gatekeeperRequest(grq))) => {
-                prop_assert_eq!(seq, grq.request_seq_num.0);
+            (Some(Request::Grq(discovery)), Some(RasMessage::gatekeeperRequest(grq))) => {
+                let from_message = Discovery::from(&grq);
+                let aliases: Vec<Alias> = discovery.aliases.clone().collect();
+                prop_assert_eq!(aliases, from_message.aliases.clone().collect::<Vec<_>>());
+                prop_assert_eq!(discovery, from_message);
             }
             (Some(Request::KeepAlive(keep_alive)), Some(RasMessage::registrationRequest(rrq))) => {
                 prop_assert_eq!(rrq.keep_alive, Some(true));

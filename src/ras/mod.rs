@@ -54,7 +54,9 @@ pub(crate) use address::{bmp_text, utf16be_text};
 pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
 pub use codec::{decode, encode, encode_into, read_request, to_json, DecodeError, EncodeError};
-pub use hot_request::{Aliases, FullRegistration, KeepAlive, Request, TransportAddresses};
+pub use hot_request::{
+    Aliases, Discovery, FullRegistration, KeepAlive, Request, TransportAddresses,
+};
 pub use kind::{kind, request_seq_num, MessageKind};
 pub(crate) use peek::peek_kind;
 pub use peek::peek_request_seq_num;
