@@ -27,6 +27,9 @@ pub struct Phone {
     pub password: Option<String>,
     /// The `timeStamp` of its tokens (UNIX seconds); `None`: the system clock at sending.
     pub token_time: Option<u32>,
+    /// Keeps its endpoint identifier when unregistered and sends it in its next full RRQ,
+    /// as H323Plus does; by default a phone forgets it with a URQ or UCF.
+    pub keeps_endpoint_id: bool,
     seq: u16,
 }
 
@@ -76,6 +79,8 @@ pub enum Answer {
         seq: u16,
         /// `alternateGatekeeper`'s RAS addresses.
         agl: Vec<SocketAddr>,
+        /// `endpointIdentifier`: the registration it ends.
+        endpoint_id: Option<String>,
     },
     /// UCF.
     Ucf {
@@ -190,6 +195,10 @@ impl Answer {
                     .as_deref()
                     .map(addresses)
                     .unwrap_or_default(),
+                endpoint_id: urq
+                    .endpoint_identifier
+                    .as_ref()
+                    .map(|id| ras::bmp_text(&id.0)),
             },
             RasMessage::unregistrationConfirm(_) => Answer::Ucf { seq },
             RasMessage::admissionConfirm(acf) => Answer::Acf {
@@ -246,6 +255,7 @@ impl Phone {
             gateway: false,
             password: None,
             token_time: None,
+            keeps_endpoint_id: false,
             seq: 0,
         }
     }
@@ -286,10 +296,12 @@ impl Phone {
         ))
     }
 
-    /// A full RRQ (a new sequence number).
+    /// A full RRQ (a new sequence number); with the endpoint identifier it keeps, when it
+    /// [keeps one](Phone::keeps_endpoint_id).
     pub fn rrq(&mut self) -> Vec<u8> {
         let seq = self.next_seq();
-        if self.password.is_none() {
+        let kept = self.endpoint_id.as_ref().filter(|_| self.keeps_endpoint_id);
+        if self.password.is_none() && kept.is_none() {
             let mut octets = Vec::with_capacity(128);
             let written = hot_phone::registration_request(
                 &mut octets,
@@ -321,6 +333,9 @@ impl Phone {
             gatekeeper_id: self.gatekeeper_id.as_ref(),
             time_to_live_s: None,
         });
+        if let (RasMessage::registrationRequest(rrq), Some(kept)) = (&mut rrq, kept) {
+            rrq.endpoint_identifier = Some(kept.asn());
+        }
         self.authenticate(&mut rrq);
         encode(&rrq)
     }
@@ -414,13 +429,18 @@ impl Phone {
         encode(&ras::reply::unregistration_confirm(seq))
     }
 
-    /// Learns from an answer (the endpoint id of an RCF; forgets it on a URQ or UCF).
+    /// Learns from an answer: the endpoint id of an RCF, which it forgets on a URQ or UCF
+    /// unless it [keeps it](Phone::keeps_endpoint_id) — and then an RCF naming another
+    /// one does not change it either (H323Plus: "Inconsistent endpointIdentifier").
     pub fn learn(&mut self, answer: &Answer) {
         match answer {
+            Answer::Rcf { .. } if self.keeps_endpoint_id && self.endpoint_id.is_some() => {}
             Answer::Rcf { endpoint_id, .. } => {
                 self.endpoint_id = EndpointId::new(endpoint_id).ok();
             }
-            Answer::Urq { .. } | Answer::Ucf { .. } => self.endpoint_id = None,
+            Answer::Urq { .. } | Answer::Ucf { .. } if !self.keeps_endpoint_id => {
+                self.endpoint_id = None;
+            }
             _ => {}
         }
     }

@@ -519,7 +519,7 @@ fn a_clan_out_of_service_sends_its_phones_elsewhere() {
             "sent by the C-LAN they registered at"
         );
         let p = phones.iter_mut().find(|p| p.ras_address == urq.to).unwrap();
-        let Answer::Urq { seq, agl } = Answer::read(&urq.payload).unwrap() else {
+        let Answer::Urq { seq, agl, .. } = Answer::read(&urq.payload).unwrap() else {
             panic!("URQ expected");
         };
         assert!(
@@ -545,6 +545,128 @@ fn a_clan_out_of_service_sends_its_phones_elsewhere() {
     let out = lab.gatekeeper.set_in_service(lab.now, a1, true);
     assert!(out.is_empty());
     assert_eq!(lab.clan("a1").sockets, 0);
+}
+
+/// The H323Plus case: a phone unregistered by a gatekeeper URQ (its C-LAN out of service)
+/// re-registers at the next C-LAN of its AGL with a full RRQ that still carries its old
+/// `endpointIdentifier`; the RCF gives it that identifier back, and the next URQ names it.
+/// The same RRQ from another address while the identifier is held: RRJ securityDenial.
+#[test]
+fn a_phone_keeps_its_endpoint_identifier_across_a_gatekeeper_urq() {
+    let mut lab = Lab::new(TWO_REGIONS);
+    let mut p = phone(1, 1);
+    p.keeps_endpoint_id = true;
+    let first_clan = lab.register(&mut p);
+    let id = p.endpoint_id.as_ref().unwrap().text();
+    let clan = lab.name_of(first_clan);
+    let out =
+        lab.gatekeeper
+            .set_in_service(lab.now, lab.gatekeeper.clan_by_name(&clan).unwrap(), false);
+    let Answer::Urq {
+        seq,
+        agl,
+        endpoint_id,
+    } = Answer::read(&out[0].payload).unwrap()
+    else {
+        panic!("URQ expected");
+    };
+    assert_eq!(endpoint_id.as_deref(), Some(id.as_str()));
+    let ucf = p.ucf(seq);
+    assert!(lab.send(out[0].local, &p, &ucf).is_empty());
+    assert_eq!(p.endpoint_id.as_ref().map(|e| e.text()), Some(id.clone()));
+    // The full RRQ at the next AGL entry carries the old identifier and gets it back.
+    let next = agl[0];
+    match lab.rrq_at(next, &mut p) {
+        Answer::Rcf { endpoint_id, .. } => assert_eq!(endpoint_id, id, "the identifier it kept"),
+        other => panic!("RCF expected, got {other:?}"),
+    }
+    let registrations = lab.gatekeeper.registrations();
+    assert_eq!(registrations.len(), 1);
+    assert_eq!(registrations[0].endpoint_id, id);
+    // Its keep-alives and the next URQ name the identifier it holds.
+    let keep_alive = p.keep_alive().unwrap();
+    assert!(matches!(
+        lab.ask(next, &mut p, &keep_alive),
+        Answer::Rcf { .. }
+    ));
+    let next_clan = lab.gatekeeper.clan_by_name(&lab.name_of(next)).unwrap();
+    let out = lab.gatekeeper.set_in_service(lab.now, next_clan, false);
+    let Answer::Urq {
+        seq, endpoint_id, ..
+    } = Answer::read(&out[0].payload).unwrap()
+    else {
+        panic!("URQ expected");
+    };
+    assert_eq!(endpoint_id.as_deref(), Some(id.as_str()));
+    let ucf = p.ucf(seq);
+    assert!(lab.send(out[0].local, &p, &ucf).is_empty());
+    // Registered again; another phone sending the same RRQ (the same identifier) from
+    // another address is refused while the identifier is held.
+    let b1 = lab.clan("b1").address;
+    assert!(matches!(lab.rrq_at(b1, &mut p), Answer::Rcf { .. }));
+    let mut impostor = phone(1, 2);
+    impostor.keeps_endpoint_id = true;
+    impostor.aliases = p.aliases.clone();
+    impostor.endpoint_id = p.endpoint_id.clone();
+    assert_eq!(reason(lab.rrq_at(b1, &mut impostor)), "securityDenial");
+    impostor.aliases = phone(1, 2).aliases;
+    assert_eq!(reason(lab.rrq_at(b1, &mut impostor)), "securityDenial");
+    assert_eq!(lab.gatekeeper.registrations().len(), 1);
+    // Once the holder is gone, the identifier is free to take.
+    let urq = p.urq();
+    assert!(matches!(lab.ask(b1, &mut p, &urq), Answer::Ucf { .. }));
+    match lab.rrq_at(b1, &mut impostor) {
+        Answer::Rcf { endpoint_id, .. } => assert_eq!(endpoint_id, id),
+        other => panic!("RCF expected, got {other:?}"),
+    }
+}
+
+/// An identifier brought back that rasgk has not handed out yet (it ran before without a
+/// state file) is taken, and no later endpoint gets it, nor one after a restart from the
+/// state file; one that is not of rasgk's form, or too large, gets a new identifier.
+#[test]
+fn kept_endpoint_identifiers_stay_unique_across_restarts() {
+    let mut lab = Lab::new(TWO_REGIONS);
+    let a1 = lab.clan("a1").address;
+    let register_keeping = |lab: &mut Lab, n: u8, id: &str| {
+        let mut p = phone(1, n);
+        p.keeps_endpoint_id = true;
+        p.endpoint_id = Some(rasgk::ras::reply::EndpointId::new(id).unwrap());
+        lab.grq(&mut p);
+        match lab.rrq_at(a1, &mut p) {
+            Answer::Rcf { endpoint_id, .. } => endpoint_id,
+            other => panic!("RCF expected, got {other:?}"),
+        }
+    };
+    assert_eq!(register_keeping(&mut lab, 1, "EP00000005"), "EP00000005");
+    let mut fresh = phone(1, 2);
+    lab.register(&mut fresh);
+    assert_eq!(
+        fresh.endpoint_id.unwrap().text(),
+        "EP00000006",
+        "past the kept one"
+    );
+    assert_eq!(
+        register_keeping(&mut lab, 3, "gk1_endp_42"),
+        "EP00000007",
+        "not ours"
+    );
+    assert_eq!(
+        register_keeping(&mut lab, 4, "EP100000000"),
+        "EP00000008",
+        "above EPFFFFFFFF"
+    );
+    assert_eq!(register_keeping(&mut lab, 5, "EP00000040"), "EP00000040");
+    // A restart from the state file hands out none of them again.
+    let state = lab.gatekeeper.snapshot_state(lab.now);
+    assert_eq!(state.last_key, 0x40);
+    let config = config::from_toml(TWO_REGIONS, "scenario.toml").unwrap();
+    let (restarted, _) =
+        Gatekeeper::restore(config, &state, lab.now, Duration::from_secs(1_700_000_000)).unwrap();
+    lab.gatekeeper = restarted;
+    let mut after = phone(1, 6);
+    lab.register(&mut after);
+    assert_eq!(after.endpoint_id.unwrap().text(), "EP00000041");
 }
 
 #[test]

@@ -266,6 +266,26 @@ impl Gatekeeper {
             return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
         }
         let existing = self.registry.by_source(from);
+        // The identifier the endpoint brings back (H323Plus keeps the one it has across a
+        // gatekeeper's URQ and its full re-registration, and ignores the one an RCF gives
+        // it instead): taken when no endpoint holds it or this one does, as GnuGk does.
+        // Held by an endpoint at another address: RRJ securityDenial (GnuGk's answer too;
+        // there is no reason for a taken identifier). One not of ours, or above
+        // MAX_KEPT_KEY, is not taken: the endpoint gets a new one.
+        let kept = rrq
+            .endpoint_id
+            .and_then(registry::key_of_utf16)
+            .filter(|&key| key <= registry::MAX_KEPT_KEY);
+        if let Some(key) = kept {
+            if self
+                .registry
+                .get(key)
+                .is_some_and(|held| held.source != from)
+            {
+                tracing::debug!(endpoint = %registry::endpoint_id_text(key), "endpointIdentifier held by another endpoint");
+                return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
+            }
+        }
         let taken: Vec<Alias> = aliases
             .iter()
             .filter(|alias| {
@@ -303,6 +323,7 @@ impl Gatekeeper {
         // and putting them back.
         let in_place = existing.filter(|&key| {
             !tts && reservation != Some(clan)
+                && kept.is_none_or(|kept| kept == key)
                 && self.registry.get(key).is_some_and(|held| {
                     !held.tts && held.socket == Some(clan) && *held.aliases == *aliases
                 })
@@ -316,10 +337,13 @@ impl Gatekeeper {
             }
             (Some(key), None) => {
                 self.unregister(now, key, Ending::Reregistered);
-                key
+                kept.unwrap_or(key)
             }
-            (None, None) => self.registry.new_key(),
+            (None, None) => kept.unwrap_or_else(|| self.registry.new_key()),
         };
+        // A kept identifier is never handed out again, not even after a restart (the
+        // state file's `last_key`).
+        self.registry.skip_past(key);
         let socket = if tts {
             self.release_reservation(from);
             None

@@ -119,6 +119,38 @@ pub struct FullRegistration<'a> {
     pub gateway: bool,
     /// `cryptoTokens`: never any in an RRQ read here.
     pub tokens: Option<&'a [asn::CryptoH323Token]>,
+    /// `endpointIdentifier`: the one an endpoint keeps from an earlier registration.
+    pub endpoint_id: Option<Utf16<'a>>,
+}
+
+/// A BMPString as a request carries it: the UTF-16BE octets read here, or a decoded
+/// message's code units. Equal when their code units are.
+#[derive(Debug, Clone, Copy)]
+pub enum Utf16<'a> {
+    /// Two octets a code unit, most significant first.
+    Octets(&'a [u8]),
+    /// Code units.
+    Units(&'a [u16]),
+}
+
+impl<'a> Utf16<'a> {
+    /// Its code units, in order.
+    pub fn units(self) -> impl Iterator<Item = u16> + Clone + 'a {
+        let (octets, units) = match self {
+            Utf16::Octets(octets) => (octets, &[][..]),
+            Utf16::Units(units) => (&[][..], units),
+        };
+        octets
+            .chunks_exact(2)
+            .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
+            .chain(units.iter().copied())
+    }
+}
+
+impl PartialEq for Utf16<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.units().eq(other.units())
+    }
 }
 
 impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
@@ -135,6 +167,10 @@ impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
             time_to_live: rrq.time_to_live.as_ref().map(|ttl| ttl.0),
             gateway: rrq.terminal_type.gateway.is_some(),
             tokens: rrq.crypto_tokens.as_deref(),
+            endpoint_id: rrq
+                .endpoint_identifier
+                .as_ref()
+                .map(|id| Utf16::Units(&id.0)),
         }
     }
 }
@@ -276,6 +312,7 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
                 time_to_live: kept.time_to_live,
                 gateway: kept.gateway,
                 tokens: None,
+                endpoint_id: kept.endpoint_id.map(Utf16::Octets),
             }))
         }
         Walked::Rrq(

@@ -55,7 +55,7 @@ pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
 pub use codec::{decode, encode, encode_into, read_request, to_json, DecodeError, EncodeError};
 pub use hot_request::{
-    Aliases, Discovery, FullRegistration, KeepAlive, Request, TransportAddresses,
+    Aliases, Discovery, FullRegistration, KeepAlive, Request, TransportAddresses, Utf16,
 };
 pub use kind::{kind, request_seq_num, MessageKind};
 pub(crate) use peek::peek_kind;
