@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 
+use crate::ras::avaya::{self, Mac};
 use crate::ras::reply::{EndpointId, GatekeeperId};
 use crate::ras::{self, asn, hot_confirm, hot_phone, request, socket_addr, Alias, RasMessage};
 
@@ -30,6 +31,10 @@ pub struct Phone {
     /// Keeps its endpoint identifier when unregistered and sends it in its next full RRQ,
     /// as H323Plus does; by default a phone forgets it with a URQ or UCF.
     pub keeps_endpoint_id: bool,
+    /// An Avaya phone of this MAC address: its GRQ carries Avaya's CCMS discovery request
+    /// and its full RRQ a login request naming the address, as `nonStandardData`
+    /// ([`ras::avaya`]).
+    pub avaya: Option<Mac>,
     seq: u16,
 }
 
@@ -256,6 +261,7 @@ impl Phone {
             password: None,
             token_time: None,
             keeps_endpoint_id: false,
+            avaya: None,
             seq: 0,
         }
     }
@@ -283,17 +289,23 @@ impl Phone {
         let seq = self.next_seq();
         // Hand-written where it can be, the generated codec otherwise; the same octets.
         let mut octets = Vec::with_capacity(64);
-        let written =
-            hot_phone::gatekeeper_request(&mut octets, seq, self.ras_address, &self.aliases, None);
-        if written.is_some() {
-            return octets;
+        if self.avaya.is_none() {
+            let written = hot_phone::gatekeeper_request(
+                &mut octets,
+                seq,
+                self.ras_address,
+                &self.aliases,
+                None,
+            );
+            if written.is_some() {
+                return octets;
+            }
         }
-        encode(&request::gatekeeper_request(
-            seq,
-            self.ras_address,
-            &self.aliases,
-            None,
-        ))
+        let mut grq = request::gatekeeper_request(seq, self.ras_address, &self.aliases, None);
+        if let (RasMessage::gatekeeperRequest(grq), Some(_)) = (&mut grq, self.avaya) {
+            grq.non_standard_data = Some(avaya::non_standard_data(&avaya::DISCOVERY_REQUEST));
+        }
+        encode(&grq)
     }
 
     /// A full RRQ (a new sequence number); with the endpoint identifier it keeps, when it
@@ -301,7 +313,7 @@ impl Phone {
     pub fn rrq(&mut self) -> Vec<u8> {
         let seq = self.next_seq();
         let kept = self.endpoint_id.as_ref().filter(|_| self.keeps_endpoint_id);
-        if self.password.is_none() && kept.is_none() {
+        if self.password.is_none() && kept.is_none() && self.avaya.is_none() {
             let mut octets = Vec::with_capacity(128);
             let written = hot_phone::registration_request(
                 &mut octets,
@@ -333,8 +345,11 @@ impl Phone {
             gatekeeper_id: self.gatekeeper_id.as_ref(),
             time_to_live_s: None,
         });
-        if let (RasMessage::registrationRequest(rrq), Some(kept)) = (&mut rrq, kept) {
-            rrq.endpoint_identifier = Some(kept.asn());
+        if let RasMessage::registrationRequest(rrq) = &mut rrq {
+            rrq.endpoint_identifier = kept.map(EndpointId::asn);
+            rrq.non_standard_data = self
+                .avaya
+                .map(|mac| avaya::non_standard_data(&avaya::login_request(mac)));
         }
         self.authenticate(&mut rrq);
         encode(&rrq)

@@ -59,7 +59,7 @@ impl Gatekeeper {
             if clan == own {
                 tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF: its own socket's C-LAN");
                 let address = self.config.clans[clan].address;
-                return Some(self.gatekeeper_confirm(seq, address));
+                return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
             }
         }
         let Some(clan) = chosen.filter(|&clan| self.loads.get(clan).available()) else {
@@ -74,7 +74,7 @@ impl Gatekeeper {
             self.stats.gcf_tts += 1;
             tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF, no reservation: a TTS phone");
             let address = self.config.clans[clan].address;
-            return Some(self.gatekeeper_confirm(seq, address));
+            return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
         }
         if self.reservations.len() >= self.config.limits.max_reservations {
             // Full: the reservation that runs out first makes room (see `reservations`).
@@ -96,6 +96,6 @@ impl Gatekeeper {
         self.arm(expires, Timer::Reservation(from));
         tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF");
         let address = self.config.clans[clan].address;
-        Some(self.gatekeeper_confirm(seq, address))
+        Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()))
     }
 }

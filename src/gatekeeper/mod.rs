@@ -693,8 +693,14 @@ impl Gatekeeper {
     }
 
     /// A GCF naming `ras_address`, written by the hand-written encoder (the generated codec
-    /// when that cannot).
-    fn gatekeeper_confirm(&mut self, seq: u16, ras_address: SocketAddr) -> Reply {
+    /// when that cannot). To an Avaya endpoint, without `gatekeeperIdentifier` (domain.md
+    /// §5: some crash on it).
+    fn gatekeeper_confirm(&mut self, seq: u16, ras_address: SocketAddr, avaya: bool) -> Reply {
+        if avaya {
+            let mut gcf = reply::gatekeeper_confirm(seq, &self.gatekeeper_id, ras_address);
+            ras::avaya::leave_out_gatekeeper_id(&mut gcf);
+            return gcf.into();
+        }
         let octets = self.gatekeeper_id.octets();
         match ras::hot_reply::gatekeeper_confirm(&mut self.scratch, seq, octets, ras_address) {
             Some(()) => Reply::Octets(MessageKind::Gcf, self.arena.copy(&self.scratch)),
@@ -974,7 +980,7 @@ impl Gatekeeper {
     ) -> Option<Transmit> {
         let entries = self.agl_entries(agl);
         let seq = self.next_seq();
-        let urq = reply::unregistration_request(&reply::Urq {
+        let mut urq = reply::unregistration_request(&reply::Urq {
             request_seq_num: seq,
             call_signal_address: &registration.call_signal_address,
             aliases: &registration.aliases,
@@ -983,6 +989,9 @@ impl Gatekeeper {
             reason: Some(reason),
             agl: &entries,
         });
+        if registration.avaya.is_some() {
+            ras::avaya::leave_out_gatekeeper_id(&mut urq);
+        }
         let transmit = self.send(local, registration.source, &urq)?;
         if retry {
             let next = now + URQ_RETRY;

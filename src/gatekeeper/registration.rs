@@ -130,8 +130,14 @@ impl Gatekeeper {
     /// The RCF of a registration, written by the hand-written encoder with its AGL's
     /// encoding made once per distinct AGL (the generated codec when an alias is outside
     /// what that writes).
+    ///
+    /// To an Avaya endpoint, built by the generated codec without `gatekeeperIdentifier`
+    /// (domain.md §5; see [`ras::avaya`](crate::ras::avaya)).
     fn confirm(&mut self, seq: u16, key: u64) -> Option<Reply> {
         let registration = self.registry.get(key)?;
+        if registration.avaya.is_some() {
+            return Some(self.confirm_avaya(seq, key));
+        }
         let (clans, gatekeeper_id) = (&self.config.clans, &self.gatekeeper_id);
         let agl = match &registration.agl[..] {
             [] => Some(None),
@@ -180,6 +186,28 @@ impl Gatekeeper {
             })
             .into(),
         )
+    }
+
+    /// The RCF of an Avaya endpoint's registration `key`: no `gatekeeperIdentifier`, in the
+    /// message or its AGL entries.
+    fn confirm_avaya(&self, seq: u16, key: u64) -> Reply {
+        let registration = self
+            .registry
+            .get(key)
+            .expect("confirm_avaya is given a registered key");
+        let signal_address = [self.config.clans[registration.registered_via].signal_address()];
+        let agl = self.agl_entries(&registration.agl);
+        let mut rcf = reply::registration_confirm(&reply::Rcf {
+            request_seq_num: seq,
+            gatekeeper_id: &self.gatekeeper_id,
+            endpoint_id: &registry::endpoint_id(key),
+            call_signal_address: &signal_address,
+            aliases: &registration.aliases,
+            time_to_live_s: Some(registration.ttl_s),
+            agl: &agl,
+        });
+        crate::ras::avaya::leave_out_gatekeeper_id(&mut rcf);
+        rcf.into()
     }
 
     /// A lightweight RRQ of sequence number `seq` naming the registration `key` (when its
@@ -373,6 +401,7 @@ impl Gatekeeper {
             ras_address,
             call_signal_address,
             gateway: rrq.gateway,
+            avaya: rrq.avaya,
             region,
             tts,
             registered_via: clan,
@@ -407,6 +436,7 @@ impl Gatekeeper {
                 region,
                 clan: registration.socket.map(|clan| self.clan_name(clan)),
                 tts,
+                avaya: registration.avaya,
             };
             self.events.push(event);
         }

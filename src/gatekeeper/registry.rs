@@ -25,6 +25,7 @@ use hashbrown::HashTable;
 use super::agls::Agl;
 use super::topology::ClanIdx;
 use crate::config::RegionId;
+use crate::ras::avaya::AvayaEndpoint;
 use crate::ras::reply::EndpointId;
 use crate::ras::{Alias, Utf16};
 
@@ -41,6 +42,8 @@ pub struct Registration {
     pub call_signal_address: CallSignalAddresses,
     /// `terminalType` has `gateway`.
     pub gateway: bool,
+    /// Its RRQ's `nonStandardData` marks an Avaya endpoint: what it said of itself.
+    pub avaya: Option<AvayaEndpoint>,
     /// Home region.
     pub region: RegionId,
     /// A TTS phone?
@@ -452,6 +455,7 @@ mod tests {
             ras_address: source,
             call_signal_address: vec![source].into(),
             gateway: false,
+            avaya: None,
             region: 1,
             tts: false,
             registered_via: 0,

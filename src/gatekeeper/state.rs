@@ -29,6 +29,7 @@ use super::registry::{self, Registration};
 use super::topology::ClanIdx;
 use super::{Gatekeeper, Reservation, StartError, Timer, Transmit, TTS_RETRY};
 use crate::config::{Config, RegionId};
+use crate::ras::avaya::AvayaEndpoint;
 use crate::ras::Alias;
 
 /// The version of the state format this rasgk writes and reads.
@@ -64,6 +65,9 @@ pub struct SavedRegistration {
     pub call_signal_address: Vec<SocketAddr>,
     /// A gateway?
     pub gateway: bool,
+    /// An Avaya endpoint (with the MAC address its login request gave)?
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avaya: Option<AvayaEndpoint>,
     /// Home region.
     pub region: RegionId,
     /// A TTS phone?
@@ -138,6 +142,7 @@ impl Gatekeeper {
                 ras_address: r.ras_address,
                 call_signal_address: r.call_signal_address.to_vec(),
                 gateway: r.gateway,
+                avaya: r.avaya,
                 region: r.region,
                 tts: r.tts,
                 registered_via: name(r.registered_via),
@@ -319,6 +324,7 @@ impl Gatekeeper {
                 ras_address: saved.ras_address,
                 call_signal_address: saved.call_signal_address.clone().into(),
                 gateway: saved.gateway,
+                avaya: saved.avaya,
                 region: saved.region,
                 tts: saved.tts,
                 registered_via,

@@ -27,6 +27,7 @@ use super::address::{socket_addr, utf16be_text, Alias};
 use super::aper::Reader;
 use super::asn;
 use super::asn::RasMessage;
+use super::avaya::{self, AvayaEndpoint};
 use super::hot_phone::{GRQ_ADDITIONS, RRQ_ADDITIONS};
 use super::hot_reply::{DIALLED_DIGITS, RAS_MESSAGE_ROOT};
 
@@ -80,6 +81,8 @@ pub struct Discovery<'a> {
     pub aliases: Aliases<'a>,
     /// `endpointAlias` is present (an empty list tells as little as none).
     pub has_aliases: bool,
+    /// Its `nonStandardData` marks an Avaya endpoint (never in a GRQ read here).
+    pub avaya: Option<AvayaEndpoint>,
 }
 
 impl<'a> From<&'a asn::GatekeeperRequest> for Discovery<'a> {
@@ -89,6 +92,7 @@ impl<'a> From<&'a asn::GatekeeperRequest> for Discovery<'a> {
             seq: grq.request_seq_num.0,
             aliases: Aliases(Listed::Decoded(aliases.iter())),
             has_aliases: !aliases.is_empty(),
+            avaya: avaya::endpoint(grq.non_standard_data.as_ref()),
         }
     }
 }
@@ -121,6 +125,8 @@ pub struct FullRegistration<'a> {
     pub tokens: Option<&'a [asn::CryptoH323Token]>,
     /// `endpointIdentifier`: the one an endpoint keeps from an earlier registration.
     pub endpoint_id: Option<Utf16<'a>>,
+    /// Its `nonStandardData` marks an Avaya endpoint (never in an RRQ read here).
+    pub avaya: Option<AvayaEndpoint>,
 }
 
 /// A BMPString as a request carries it: the UTF-16BE octets read here, or a decoded
@@ -171,6 +177,7 @@ impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
                 .endpoint_identifier
                 .as_ref()
                 .map(|id| Utf16::Units(&id.0)),
+            avaya: avaya::endpoint(rrq.non_standard_data.as_ref()),
         }
     }
 }
@@ -300,6 +307,7 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
             seq,
             has_aliases: aliases.as_ref().is_some_and(|items| items.left > 0),
             aliases: Aliases(Listed::Walked(aliases.unwrap_or_else(Items::none))),
+            avaya: None,
         })),
         Walked::Rrq(_, kept) if !kept.keep_alive => {
             Some(Request::FullRegistration(FullRegistration {
@@ -313,6 +321,7 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
                 gateway: kept.gateway,
                 tokens: None,
                 endpoint_id: kept.endpoint_id.map(Utf16::Octets),
+                avaya: None,
             }))
         }
         Walked::Rrq(

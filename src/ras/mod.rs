@@ -28,6 +28,7 @@ mod generated;
 
 mod address;
 mod aper;
+pub mod avaya;
 mod codec;
 pub mod h235;
 pub(crate) mod hot_confirm;
