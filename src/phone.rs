@@ -23,6 +23,9 @@ pub struct Phone {
     pub endpoint_id: Option<EndpointId>,
     /// `terminalType` is a gateway.
     pub gateway: bool,
+    /// A gateway's `supportedPrefixes` (its RRQ's `terminalType` announces them in a `voice`
+    /// protocol).
+    pub prefixes: Vec<Alias>,
     /// Its H.235 password: when set, every RRQ carries a `cryptoEPPwdHash` token for its
     /// first alias.
     pub password: Option<String>,
@@ -258,6 +261,7 @@ impl Phone {
             gatekeeper_id: None,
             endpoint_id: None,
             gateway: false,
+            prefixes: Vec::new(),
             password: None,
             token_time: None,
             keeps_endpoint_id: false,
@@ -289,7 +293,7 @@ impl Phone {
         let seq = self.next_seq();
         // Hand-written where it can be, the generated codec otherwise; the same octets.
         let mut octets = Vec::with_capacity(64);
-        if self.avaya.is_none() {
+        if self.avaya.is_none() && !self.gateway {
             let written = hot_phone::gatekeeper_request(
                 &mut octets,
                 seq,
@@ -302,8 +306,13 @@ impl Phone {
             }
         }
         let mut grq = request::gatekeeper_request(seq, self.ras_address, &self.aliases, None);
-        if let (RasMessage::gatekeeperRequest(grq), Some(_)) = (&mut grq, self.avaya) {
-            grq.non_standard_data = Some(avaya::non_standard_data(&avaya::DISCOVERY_REQUEST));
+        if let RasMessage::gatekeeperRequest(grq) = &mut grq {
+            if self.avaya.is_some() {
+                grq.non_standard_data = Some(avaya::non_standard_data(&avaya::DISCOVERY_REQUEST));
+            }
+            if self.gateway {
+                grq.endpoint_type = request::gateway();
+            }
         }
         encode(&grq)
     }
@@ -313,7 +322,8 @@ impl Phone {
     pub fn rrq(&mut self) -> Vec<u8> {
         let seq = self.next_seq();
         let kept = self.endpoint_id.as_ref().filter(|_| self.keeps_endpoint_id);
-        if self.password.is_none() && kept.is_none() && self.avaya.is_none() {
+        let plain = kept.is_none() && self.avaya.is_none() && self.prefixes.is_empty();
+        if self.password.is_none() && plain {
             let mut octets = Vec::with_capacity(128);
             let written = hot_phone::registration_request(
                 &mut octets,
@@ -332,7 +342,7 @@ impl Phone {
             }
         }
         let terminal_type = if self.gateway {
-            request::gateway()
+            request::gateway_with_prefixes(&self.prefixes)
         } else {
             request::terminal()
         };

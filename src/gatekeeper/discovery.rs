@@ -70,6 +70,12 @@ impl Gatekeeper {
                     .into(),
             );
         };
+        if discovery.gateway {
+            // A gateway is a trunk member: it never takes a C-LAN socket, so no place.
+            tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF, no reservation: a gateway");
+            let address = self.config.clans[clan].address;
+            return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
+        }
         if self.tts_at_discovery(discovery, home) {
             self.stats.gcf_tts += 1;
             tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF, no reservation: a TTS phone");

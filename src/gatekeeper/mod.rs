@@ -53,7 +53,7 @@ use bytes::Bytes;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::calls::Calls;
+use crate::calls::{Calls, TrunkMembers};
 use crate::config::{Clan, Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
 use crate::ras::{self, Discovery, FullRegistration, KeepAlive, MessageKind, RasMessage, Request};
@@ -244,6 +244,8 @@ pub struct Gatekeeper {
     rng: ChaCha8Rng,
     /// Outbound trunk calls in progress (domain.md §6), with their own generator.
     calls: Calls,
+    /// H.323 gateways registered by RRQ as trunk members, and the calls routed to them.
+    trunk_members: TrunkMembers,
     /// Where replies' octets are kept (sent, and held for retransmissions).
     arena: Arena,
     /// The buffer replies are encoded into before they are copied to the arena.
@@ -304,6 +306,7 @@ impl Gatekeeper {
             next_seq: 0,
             rng,
             calls,
+            trunk_members: TrunkMembers::default(),
             arena: Arena::default(),
             scratch: Vec::with_capacity(512),
             stats: Stats::default(),
@@ -873,6 +876,8 @@ impl Gatekeeper {
     /// and its socket: its calls, a pending TTS placement, and the event.
     fn registration_ended(&mut self, key: u64, socket: Option<ClanIdx>, reason: Ending) {
         self.calls.end_all_of(key);
+        self.trunk_members.end_all_of(key);
+        self.trunk_members.leave(key);
         self.tts_pending.remove(&key);
         if self.events.watched() {
             self.events.push(Event::Unregistered {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::events::{Ending, Event};
 use super::registry::{self, CallSignalAddresses, Registration};
 use super::{policy, Gatekeeper, Reply, Timer, TTS_RETRY};
-use crate::calls::NoRoute;
+use crate::calls::{Member, NoRoute};
 use crate::config::NodeIdx;
 use crate::ras::asn::{
     self, AdmissionRequest, BandwidthRequest, DisengageRequest, InfoRequestResponse,
@@ -329,12 +329,15 @@ impl Gatekeeper {
                 .into();
         }
         let region = self.home_region(local, from.ip());
-        let tts = self.is_tts(&aliases, region);
+        // A gateway is a trunk member, not a phone: never TTS, and it takes no socket.
+        let gateway = rrq.gateway;
+        let tts = !gateway && self.is_tts(&aliases, region);
         let reservation = self.reservations.get(&from).map(|r| r.clan);
         let own_socket = existing.and_then(|key| self.registry.get(key)?.socket);
         let load = self.loads.get(clan);
         let room = load.in_service
             && (tts
+                || gateway
                 || load.load() < load.cap
                 || reservation == Some(clan)
                 || own_socket == Some(clan));
@@ -372,7 +375,7 @@ impl Gatekeeper {
         // A kept identifier is never handed out again, not even after a restart (the
         // state file's `last_key`).
         self.registry.skip_past(key);
-        let socket = if tts {
+        let socket = if tts || gateway {
             self.release_reservation(from);
             None
         } else {
@@ -419,6 +422,11 @@ impl Gatekeeper {
         match (tts, self.socket_mode()) {
             (true, false) => self.place_tts(now, key),
             (true, true) => self.await_tts_setup(now, key),
+            // A gateway waits for no socket.
+            (false, _) if gateway => {
+                let prefixes = crate::ras::request::supported_prefixes(rrq.gateway_protocols);
+                self.join_trunk(key, prefixes.iter().map(|p| alias_text(p).to_string()));
+            }
             // In place, its socket (or its place and connection) stays as it was.
             (false, true) if in_place.is_none() => self.await_connection(now, key, clan),
             (false, _) => {}
@@ -448,6 +456,34 @@ impl Gatekeeper {
         );
         self.confirm(seq, key)
             .expect("the registration was stored just above")
+    }
+
+    /// Makes the registered gateway `key` a trunk member announcing `prefixes` (see
+    /// [`crate::calls::members`]): named by its first alias (its endpoint identifier when
+    /// it has none, or beside it when a configured trunk has that name), active on the
+    /// node of the C-LAN it registered at.
+    pub(super) fn join_trunk(&mut self, key: u64, prefixes: impl IntoIterator<Item = String>) {
+        let Some(registration) = self.registry.get(key) else {
+            return;
+        };
+        let Some(&address) = registration.call_signal_address.first() else {
+            return;
+        };
+        let endpoint_id = registry::endpoint_id_text(key);
+        let name = match registration.aliases.first().map(alias_text) {
+            Some(alias) if !alias.is_empty() => alias.to_string(),
+            _ => endpoint_id.clone(),
+        };
+        let name = if self.config.trunks.iter().any(|trunk| trunk.name == name) {
+            format!("{name} ({endpoint_id})")
+        } else {
+            name
+        };
+        let clan = &self.config.clans[registration.registered_via];
+        let node = self.config.node_index(&clan.node).unwrap_or(0);
+        let member = Member::new(name, address, node, prefixes, self.config.nodes.len());
+        tracing::debug!(endpoint = %endpoint_id, prefixes = ?member.prefixes, "a gateway joins the trunks");
+        self.trunk_members.join(key, member);
     }
 
     /// Gives a TTS phone its socket on one of its AGL entries (§4), or queues it for a retry.
@@ -589,6 +625,17 @@ impl Gatekeeper {
             return Some(self.reject_arq(seq, ArjReason::CalledPartyNotRegistered));
         };
         let key = (caller, call_id(arq));
+        if let Some(call) = self.trunk_members.call(&key) {
+            // The same call asked again: the same gateway, counted once.
+            let address = self
+                .trunk_members
+                .get(call.gateway)
+                .map(|member| member.address);
+            return Some(match address {
+                Some(address) => reply::admission_confirm(seq, address, arq.band_width.0, false),
+                None => self.reject_arq(seq, ArjReason::ResourceUnavailable),
+            });
+        }
         if let Some(call) = self.calls.get(&key) {
             // The same call asked again (not a retransmission): the same node, counted once.
             let node = call.route.node;
@@ -600,6 +647,29 @@ impl Gatekeeper {
         let Some(phone_node) = self.phone_node(caller) else {
             return Some(self.reject_arq(seq, ArjReason::CalledPartyNotRegistered));
         };
+        // A registered gateway's prefix more specific than every configured pattern: the
+        // call goes to that gateway, straight to its call signalling address (it is
+        // registered here, as a called endpoint is); the node route local gives is counted.
+        if self.trunk_members.best(digits) > self.calls.best_rank(digits) {
+            let Some((gateway, call)) = self.trunk_members.route(key, digits, phone_node) else {
+                return Some(self.reject_arq(seq, ArjReason::ResourceUnavailable));
+            };
+            let node = call.node;
+            let Some(member) = self.trunk_members.get(gateway) else {
+                return Some(self.reject_arq(seq, ArjReason::ResourceUnavailable));
+            };
+            tracing::debug!(
+                trunk = %member.name,
+                node = %self.config.nodes.get(node).map_or("?", |n| n.name.as_str()),
+                "ACF for a call to a registered gateway"
+            );
+            return Some(reply::admission_confirm(
+                seq,
+                member.address,
+                arq.band_width.0,
+                false,
+            ));
+        }
         let route = match self.calls.route(&self.config, digits, phone_node) {
             Ok(route) => route,
             Err(NoRoute::NoPattern) => {
@@ -660,7 +730,9 @@ impl Gatekeeper {
                 .call_identifier
                 .as_ref()
                 .map_or(&drq.conference_id.0, |id| &id.guid);
-            self.calls.end(&(caller, guid_bytes(guid)));
+            let call = (caller, guid_bytes(guid));
+            self.calls.end(&call);
+            self.trunk_members.end(&call);
             Some(reply::disengage_confirm(seq))
         } else {
             self.note_reject("DRJ", "notRegistered");

@@ -68,6 +68,9 @@ pub struct SavedRegistration {
     /// An Avaya endpoint (with the MAC address its login request gave)?
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avaya: Option<AvayaEndpoint>,
+    /// A gateway's `supportedPrefixes` (it is a trunk member).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<String>,
     /// Home region.
     pub region: RegionId,
     /// A TTS phone?
@@ -143,6 +146,11 @@ impl Gatekeeper {
                 call_signal_address: r.call_signal_address.to_vec(),
                 gateway: r.gateway,
                 avaya: r.avaya,
+                prefixes: self
+                    .trunk_members
+                    .get(key)
+                    .map(|member| member.prefixes.clone())
+                    .unwrap_or_default(),
                 region: r.region,
                 tts: r.tts,
                 registered_via: name(r.registered_via),
@@ -335,6 +343,9 @@ impl Gatekeeper {
             },
         );
         self.arm_expiry(expires, saved.key);
+        if saved.gateway {
+            self.join_trunk(saved.key, saved.prefixes.iter().cloned());
+        }
         Ok(())
     }
 }

@@ -83,6 +83,8 @@ pub struct Discovery<'a> {
     pub has_aliases: bool,
     /// Its `nonStandardData` marks an Avaya endpoint (never in a GRQ read here).
     pub avaya: Option<AvayaEndpoint>,
+    /// `endpointType` has `gateway`: a trunk member, which takes no C-LAN socket.
+    pub gateway: bool,
 }
 
 impl<'a> From<&'a asn::GatekeeperRequest> for Discovery<'a> {
@@ -93,6 +95,7 @@ impl<'a> From<&'a asn::GatekeeperRequest> for Discovery<'a> {
             aliases: Aliases(Listed::Decoded(aliases.iter())),
             has_aliases: !aliases.is_empty(),
             avaya: avaya::endpoint(grq.non_standard_data.as_ref()),
+            gateway: grq.endpoint_type.gateway.is_some(),
         }
     }
 }
@@ -127,6 +130,9 @@ pub struct FullRegistration<'a> {
     pub endpoint_id: Option<Utf16<'a>>,
     /// Its `nonStandardData` marks an Avaya endpoint (never in an RRQ read here).
     pub avaya: Option<AvayaEndpoint>,
+    /// A gateway's `terminalType.gateway.protocol` (where its `supportedPrefixes` are):
+    /// empty for an RRQ read here, which has none.
+    pub gateway_protocols: &'a [asn::SupportedProtocols],
 }
 
 /// A BMPString as a request carries it: the UTF-16BE octets read here, or a decoded
@@ -178,6 +184,12 @@ impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
                 .as_ref()
                 .map(|id| Utf16::Units(&id.0)),
             avaya: avaya::endpoint(rrq.non_standard_data.as_ref()),
+            gateway_protocols: rrq
+                .terminal_type
+                .gateway
+                .as_ref()
+                .and_then(|gateway| gateway.protocol.as_deref())
+                .unwrap_or_default(),
         }
     }
 }
@@ -303,8 +315,9 @@ listed_eq_and_debug!(TransportAddresses, Aliases);
 /// answered from its message, as it always was) and one without an `endpointIdentifier`.
 pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
     match walk(octets, Walk::Check)? {
-        Walked::Grq(_, seq, aliases) => Some(Request::Grq(Discovery {
+        Walked::Grq(_, seq, aliases, gateway) => Some(Request::Grq(Discovery {
             seq,
+            gateway,
             has_aliases: aliases.as_ref().is_some_and(|items| items.left > 0),
             aliases: Aliases(Listed::Walked(aliases.unwrap_or_else(Items::none))),
             avaya: None,
@@ -322,6 +335,7 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
                 tokens: None,
                 endpoint_id: kept.endpoint_id.map(Utf16::Octets),
                 avaya: None,
+                gateway_protocols: &[],
             }))
         }
         Walked::Rrq(
@@ -347,7 +361,7 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
 #[allow(clippy::large_enum_variant)]
 enum Walked<'a> {
     /// The value, `requestSeqNum` and `endpointAlias` when present.
-    Grq(Option<asn::GatekeeperRequest>, u16, Option<Items<'a>>),
+    Grq(Option<asn::GatekeeperRequest>, u16, Option<Items<'a>>, bool),
     Rrq(Option<asn::RegistrationRequest>, Kept<'a>),
 }
 
@@ -389,7 +403,7 @@ fn gatekeeper_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> 
     let seq = sequence_number(r)?;
     let protocol_identifier = object_identifier(r, walk)?;
     let ras_address = transport_address(r, walk)?;
-    let (endpoint_type, _) = endpoint_type(r, walk)?;
+    let (endpoint_type, gateway) = endpoint_type(r, walk)?;
     let gatekeeper_identifier = optional(has_gatekeeper, || bmp(r, 128, walk))?.flatten();
     let alias_items = optional(has_aliases, || Items::read(r))?;
     let endpoint_alias = match &alias_items {
@@ -435,7 +449,7 @@ fn gatekeeper_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> 
     } else {
         None
     };
-    Some(Walked::Grq(grq, seq, alias_items))
+    Some(Walked::Grq(grq, seq, alias_items, gateway))
 }
 
 fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> {
