@@ -851,6 +851,36 @@ fn a_burst_with_tts_phones_places_non_tts_phones_by_the_rules() {
     }
 }
 
+/// A gateway takes no socket: in a full system it still gets its GCF and RCF, and the
+/// C-LAN's load stays what the phones hold.
+#[test]
+fn a_gateway_registers_in_a_full_system_without_a_socket() {
+    let mut lab = Lab::new(
+        r#"
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[clan]]
+name = "only"
+region = 1
+address = "127.0.1.1:1719"
+max_sockets = 1
+"#,
+    );
+    let mut first = phone(1, 1);
+    lab.register(&mut first);
+    let mut second = phone(1, 2);
+    assert_eq!(reason(lab.grq(&mut second)), "resourceUnavailable");
+    let mut gateway = Phone::new(
+        vec![rasgk::ras::Alias::h323_id("gw").unwrap()],
+        addr("127.1.0.99:1719"),
+    );
+    gateway.gateway = true;
+    assert_eq!(lab.register(&mut gateway), addr("127.0.1.1:1719"));
+    assert_eq!(lab.loads(), vec![(1, 0)], "the phone's socket only");
+    assert_eq!(lab.gatekeeper.registrations().len(), 2);
+}
+
 #[test]
 fn a_tts_phone_without_room_waits_for_a_socket() {
     let mut lab = Lab::new(

@@ -62,7 +62,21 @@ impl Gatekeeper {
                 return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
             }
         }
-        let Some(clan) = chosen.filter(|&clan| self.loads.get(clan).available()) else {
+        // A gateway takes no socket: with every C-LAN full, it registers at the first one of
+        // its tiers in service all the same.
+        let for_gateway = || {
+            tiers
+                .group_clans
+                .iter()
+                .flatten()
+                .copied()
+                .find(|&clan| self.loads.get(clan).in_service)
+        };
+        let chosen = match chosen.filter(|&clan| self.loads.get(clan).available()) {
+            None if discovery.gateway => for_gateway(),
+            chosen => chosen,
+        };
+        let Some(clan) = chosen else {
             self.note_reject("GRJ", "resourceUnavailable");
             tracing::debug!(region = home, "GRJ resourceUnavailable: no C-LAN has room");
             return Some(

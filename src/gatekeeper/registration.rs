@@ -136,7 +136,7 @@ impl Gatekeeper {
     fn confirm(&mut self, seq: u16, key: u64) -> Option<Reply> {
         let registration = self.registry.get(key)?;
         if registration.avaya.is_some() {
-            return Some(self.confirm_avaya(seq, key));
+            return Some(self.confirm_avaya(seq, key, registration));
         }
         let (clans, gatekeeper_id) = (&self.config.clans, &self.gatekeeper_id);
         let agl = match &registration.agl[..] {
@@ -190,11 +190,7 @@ impl Gatekeeper {
 
     /// The RCF of an Avaya endpoint's registration `key`: no `gatekeeperIdentifier`, in the
     /// message or its AGL entries.
-    fn confirm_avaya(&self, seq: u16, key: u64) -> Reply {
-        let registration = self
-            .registry
-            .get(key)
-            .expect("confirm_avaya is given a registered key");
+    fn confirm_avaya(&self, seq: u16, key: u64, registration: &Registration) -> Reply {
         let signal_address = [self.config.clans[registration.registered_via].signal_address()];
         let agl = self.agl_entries(&registration.agl);
         let mut rcf = reply::registration_confirm(&reply::Rcf {
