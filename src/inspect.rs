@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::pcap::Capture;
+use crate::ras::avaya::AvayaEndpoint;
 use crate::ras::{self, asn, Alias, MessageKind, RasMessage};
 
 /// The standard RAS ports: 1719 (unicast) and 1718 (multicast discovery).
@@ -125,7 +126,20 @@ fn agl(list: &[asn::AlternateGK]) -> String {
     )
 }
 
-/// The key fields of a message, as `(name, value)` pairs named after the ASN.1 components.
+/// The Avaya endpoint a GRQ's or RRQ's `nonStandardData` marks (Avaya's CCMS,
+/// [`ras::avaya`]), if it does.
+pub fn avaya(message: &RasMessage) -> Option<AvayaEndpoint> {
+    let non_standard = match message {
+        RasMessage::gatekeeperRequest(m) => m.non_standard_data.as_ref(),
+        RasMessage::registrationRequest(m) => m.non_standard_data.as_ref(),
+        _ => None,
+    };
+    ras::avaya::endpoint(non_standard)
+}
+
+/// The key fields of a message, as `(name, value)` pairs named after the ASN.1 components;
+/// an Avaya endpoint's GRQ or RRQ ends with `vendor=avaya` and, where its login request
+/// gives one, `mac`.
 pub fn key_fields(message: &RasMessage) -> Vec<(&'static str, String)> {
     let mut fields: Vec<(&'static str, Option<String>)> = Vec::new();
     match message {
@@ -243,6 +257,10 @@ pub fn key_fields(message: &RasMessage) -> Vec<(&'static str, String)> {
         }
         _ => {}
     }
+    if let Some(avaya) = avaya(message) {
+        fields.push(("vendor", Some("avaya".to_string())));
+        fields.push(("mac", avaya.mac.map(|mac| mac.to_string())));
+    }
     fields
         .into_iter()
         .filter_map(|(name, value)| Some((name, value?)))
@@ -274,8 +292,10 @@ pub fn line(entry: &Entry, start: Duration) -> String {
 
 /// One JSON object: `frame`, `time`, `src`, `dst`, `type` (short name), `seq`, `message`
 /// (every field, in the shape of X.697 JSON: see [`ras::json`]) and `unpaired_surrogates`
-/// (UTF-16 code units of its BMPStrings shown as U+FFFD); for a datagram that did not
-/// decode, `error`, with `type` and `seq` as far as its first octets tell (else null).
+/// (UTF-16 code units of its BMPStrings shown as U+FFFD), and for an Avaya endpoint's GRQ
+/// or RRQ `avaya` (`{"mac": "00:00:5e:00:53:01"}`, `mac` null when its request gives
+/// none); for a datagram that did not decode, `error`, with `type` and `seq` as far as its
+/// first octets tell (else null).
 pub fn json(entry: &Entry) -> serde_json::Value {
     let mut object = json!({
         "frame": entry.frame,
@@ -291,6 +311,9 @@ pub fn json(entry: &Entry) -> serde_json::Value {
             let rendered = ras::json::render(message);
             object["message"] = rendered.value;
             object["unpaired_surrogates"] = json!(rendered.unpaired_surrogates);
+            if let Some(avaya) = avaya(message) {
+                object["avaya"] = json!(avaya);
+            }
         }
         Err(error) => {
             // What the first octets still tell: the CHOICE index and the sequence number.

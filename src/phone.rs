@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 
+use crate::ras::avaya::{self, Mac};
 use crate::ras::reply::{EndpointId, GatekeeperId};
 use crate::ras::{self, asn, hot_confirm, hot_phone, request, socket_addr, Alias, RasMessage};
 
@@ -22,11 +23,21 @@ pub struct Phone {
     pub endpoint_id: Option<EndpointId>,
     /// `terminalType` is a gateway.
     pub gateway: bool,
+    /// A gateway's `supportedPrefixes` (its RRQ's `terminalType` announces them in a `voice`
+    /// protocol).
+    pub prefixes: Vec<Alias>,
     /// Its H.235 password: when set, every request that names it (RRQ, lightweight RRQ, URQ,
     /// ARQ, DRQ) carries a `cryptoEPPwdHash` token for its first alias.
     pub password: Option<String>,
     /// The `timeStamp` of its tokens (UNIX seconds); `None`: the system clock at sending.
     pub token_time: Option<u32>,
+    /// Keeps its endpoint identifier when unregistered and sends it in its next full RRQ,
+    /// as H323Plus does; by default a phone forgets it with a URQ or UCF.
+    pub keeps_endpoint_id: bool,
+    /// An Avaya phone of this MAC address: its GRQ carries Avaya's CCMS discovery request
+    /// and its full RRQ a login request naming the address, as `nonStandardData`
+    /// ([`ras::avaya`]).
+    pub avaya: Option<Mac>,
     seq: u16,
 }
 
@@ -76,6 +87,8 @@ pub enum Answer {
         seq: u16,
         /// `alternateGatekeeper`'s RAS addresses.
         agl: Vec<SocketAddr>,
+        /// `endpointIdentifier`: the registration it ends.
+        endpoint_id: Option<String>,
     },
     /// UCF.
     Ucf {
@@ -190,6 +203,10 @@ impl Answer {
                     .as_deref()
                     .map(addresses)
                     .unwrap_or_default(),
+                endpoint_id: urq
+                    .endpoint_identifier
+                    .as_ref()
+                    .map(|id| ras::bmp_text(&id.0)),
             },
             RasMessage::unregistrationConfirm(_) => Answer::Ucf { seq },
             RasMessage::admissionConfirm(acf) => Answer::Acf {
@@ -244,8 +261,11 @@ impl Phone {
             gatekeeper_id: None,
             endpoint_id: None,
             gateway: false,
+            prefixes: Vec::new(),
             password: None,
             token_time: None,
+            keeps_endpoint_id: false,
+            avaya: None,
             seq: 0,
         }
     }
@@ -273,23 +293,37 @@ impl Phone {
         let seq = self.next_seq();
         // Hand-written where it can be, the generated codec otherwise; the same octets.
         let mut octets = Vec::with_capacity(64);
-        let written =
-            hot_phone::gatekeeper_request(&mut octets, seq, self.ras_address, &self.aliases, None);
-        if written.is_some() {
-            return octets;
+        if self.avaya.is_none() && !self.gateway {
+            let written = hot_phone::gatekeeper_request(
+                &mut octets,
+                seq,
+                self.ras_address,
+                &self.aliases,
+                None,
+            );
+            if written.is_some() {
+                return octets;
+            }
         }
-        encode(&request::gatekeeper_request(
-            seq,
-            self.ras_address,
-            &self.aliases,
-            None,
-        ))
+        let mut grq = request::gatekeeper_request(seq, self.ras_address, &self.aliases, None);
+        if let RasMessage::gatekeeperRequest(grq) = &mut grq {
+            if self.avaya.is_some() {
+                grq.non_standard_data = Some(avaya::non_standard_data(&avaya::DISCOVERY_REQUEST));
+            }
+            if self.gateway {
+                grq.endpoint_type = request::gateway();
+            }
+        }
+        encode(&grq)
     }
 
-    /// A full RRQ (a new sequence number).
+    /// A full RRQ (a new sequence number); with the endpoint identifier it keeps, when it
+    /// [keeps one](Phone::keeps_endpoint_id).
     pub fn rrq(&mut self) -> Vec<u8> {
         let seq = self.next_seq();
-        if self.password.is_none() {
+        let kept = self.endpoint_id.as_ref().filter(|_| self.keeps_endpoint_id);
+        let plain = kept.is_none() && self.avaya.is_none() && self.prefixes.is_empty();
+        if self.password.is_none() && plain {
             let mut octets = Vec::with_capacity(128);
             let written = hot_phone::registration_request(
                 &mut octets,
@@ -308,7 +342,7 @@ impl Phone {
             }
         }
         let terminal_type = if self.gateway {
-            request::gateway()
+            request::gateway_with_prefixes(&self.prefixes)
         } else {
             request::terminal()
         };
@@ -321,6 +355,12 @@ impl Phone {
             gatekeeper_id: self.gatekeeper_id.as_ref(),
             time_to_live_s: None,
         });
+        if let RasMessage::registrationRequest(rrq) = &mut rrq {
+            rrq.endpoint_identifier = kept.map(EndpointId::asn);
+            rrq.non_standard_data = self
+                .avaya
+                .map(|mac| avaya::non_standard_data(&avaya::login_request(mac)));
+        }
         self.authenticate(&mut rrq);
         encode(&rrq)
     }
@@ -420,13 +460,18 @@ impl Phone {
         encode(&ras::reply::unregistration_confirm(seq))
     }
 
-    /// Learns from an answer (the endpoint id of an RCF; forgets it on a URQ or UCF).
+    /// Learns from an answer: the endpoint id of an RCF, which it forgets on a URQ or UCF
+    /// unless it [keeps it](Phone::keeps_endpoint_id) — and then an RCF naming another
+    /// one does not change it either (H323Plus: "Inconsistent endpointIdentifier").
     pub fn learn(&mut self, answer: &Answer) {
         match answer {
+            Answer::Rcf { .. } if self.keeps_endpoint_id && self.endpoint_id.is_some() => {}
             Answer::Rcf { endpoint_id, .. } => {
                 self.endpoint_id = EndpointId::new(endpoint_id).ok();
             }
-            Answer::Urq { .. } | Answer::Ucf { .. } => self.endpoint_id = None,
+            Answer::Urq { .. } | Answer::Ucf { .. } if !self.keeps_endpoint_id => {
+                self.endpoint_id = None;
+            }
             _ => {}
         }
     }

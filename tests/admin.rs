@@ -277,7 +277,7 @@ fn changes_need_the_token_and_do_what_they_say() {
     let (len, from) = on_a.socket.recv_from(&mut buffer).expect("a URQ");
     assert_eq!(from, SocketAddr::from(([127, 0, 14, 11], 1719)));
     match Answer::read(&buffer[..len]).unwrap() {
-        Answer::Urq { seq, agl } => {
+        Answer::Urq { seq, agl, .. } => {
             assert!(
                 !agl.is_empty() && !agl.contains(&from),
                 "new AGL without a: {agl:?}"

@@ -1,5 +1,5 @@
 //! `rasgk bench` end to end, small: every part runs (echo ceiling, storm, memory, policy
-//! scale) and prints its figures in one block, each against its target, ending with the
+//! scale, sockets, placement) and prints its figures in one block, each against its target, ending with the
 //! `ratio WORKLOAD VALUE` lines scripts read; the storm's phones all register exactly once.
 //! The figures of a debug build under test say nothing about speed, so only their shape and
 //! the storm's counts are checked; bad options exit 2 with a reason.
@@ -29,6 +29,8 @@ fn one_run_prints_every_figure_against_its_target() {
         "300",
         "--socket-phones",
         "200",
+        "--placement-phones",
+        "500",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -87,12 +89,20 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(socket_lines[0].contains("200 registered, 200 in service"));
     assert!(socket_lines[3].contains("100 phones (100 TTS), setup_ms 20"));
 
+    // The placement burst: no non-TTS phone placed otherwise for the TTS phones beside it.
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "placement: 500 region-1 phones, 30 % TTS: 0 non-TTS phones placed otherwise"
+        )),
+        "{stdout}"
+    );
+
     // Each figure against its target, and the count of those met.
     let verdicts: Vec<&&str> = lines
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 9, "{stdout}");
+    assert_eq!(verdicts.len(), 10, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -104,7 +114,7 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 9 met").as_str()),
+        lines.contains(&format!("targets: {met} of 10 met").as_str()),
         "{stdout}"
     );
 
@@ -129,6 +139,10 @@ fn bad_options_exit_2_saying_which() {
         (
             vec!["--storm-phones", "5000000"],
             "--storm-phones 5000000 is over",
+        ),
+        (
+            vec!["--placement-phones", "70000"],
+            "--placement-phones 70000 is over",
         ),
     ] {
         let out = bench(&args);

@@ -718,3 +718,160 @@ proptest::proptest! {
         proptest::prop_assert_eq!(active as usize, lab.gatekeeper.calls().len());
     }
 }
+
+/// Two nodes' C-LANs (regions 1 and 2) and a configured SIP trunk for `9.!` on cm2.
+const WITH_SIP: &str = r#"
+    [[trunk]]
+    name = "sip"
+    kind = "sip"
+    nodes = ["cm2"]
+    address = "127.0.200.1:5060"
+    [[route_pattern]]
+    pattern = "9.!"
+    trunk = "sip"
+"#;
+
+/// An H.323 gateway of region 2 (127.2.0.N) named `name`, announcing `prefixes`,
+/// registered by GRQ and RRQ: it takes no reservation and no socket.
+fn register_gateway(lab: &mut Lab, n: u8, name: &str, prefixes: &[&str]) -> Phone {
+    let mut gateway = Phone::new(
+        vec![Alias::h323_id(name).unwrap()],
+        SocketAddr::from(([127, 2, 0, n], 5000)),
+    );
+    gateway.gateway = true;
+    gateway.prefixes = prefixes
+        .iter()
+        .map(|p| Alias::dialled_digits(p).unwrap())
+        .collect();
+    let grq = gateway.grq();
+    let clan = match Answer::from_message(&lab.ask(addr(DISCOVERY), &mut gateway, &grq)) {
+        Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        } => clan,
+        other => panic!("GCF expected, got {other:?}"),
+    };
+    let reserved: u32 = lab.gatekeeper.clans().iter().map(|c| c.reserved).sum();
+    assert_eq!(reserved, 0, "a gateway's GCF reserves nothing");
+    let rrq = gateway.rrq();
+    match Answer::from_message(&lab.ask(clan, &mut gateway, &rrq)) {
+        Answer::Rcf { .. } => gateway,
+        other => panic!("RCF expected, got {other:?}"),
+    }
+}
+
+/// A gateway registered by RRQ is a trunk member: `/api/trunks` lists it with its
+/// prefixes, ARQs for its prefixes (more specific than the configured `9.!`) get its call
+/// signalling address, members of one prefix take turns, DRQ and its unregistration end
+/// the counts — and it never holds a C-LAN socket, in count mode or socket mode.
+#[test]
+fn a_registered_gateway_is_a_trunk_for_its_prefixes() {
+    for sockets in ["count", "tcp"] {
+        let toml = topology(&[1, 2], WITH_SIP)
+            .replace("seed = 11", &format!("seed = 11\nsockets = {sockets:?}"));
+        let mut lab = Lab::new(&toml);
+        let (mut phone, clan) = lab.phone(1, 1);
+        let mut gateway = register_gateway(&mut lab, 50, "gw-lab", &["9044", "0049"]);
+        let held: u32 = lab.gatekeeper.clans().iter().map(|c| c.sockets).sum();
+        assert_eq!(held, 1, "{sockets}: only the phone holds a socket");
+        let registration = lab
+            .gatekeeper
+            .registrations()
+            .into_iter()
+            .find(|r| r.aliases == ["h323-ID:gw-lab"])
+            .unwrap();
+        assert_eq!(registration.clan, None, "{sockets}");
+        assert!(!registration.tts);
+
+        let trunk = lab.trunk("gw-lab");
+        assert_eq!(trunk.prefixes, ["9044", "0049"]);
+        assert_eq!(
+            trunk.endpoint_id.as_deref(),
+            Some(registration.endpoint_id.as_str())
+        );
+        assert_eq!(
+            trunk.nodes,
+            ["cm2"],
+            "the node of the C-LAN it registered at"
+        );
+        assert_eq!(trunk.address, gateway.call_signal_address);
+        assert_eq!(lab.trunk("sip").endpoint_id, None);
+
+        // Its prefixes route to it; `9.!` still takes the rest; a bare prefix is no number.
+        let (to, first) = lab.call(clan, &mut phone, "9044301234");
+        assert_eq!(to, gateway.call_signal_address);
+        assert_eq!(lab.call(clan, &mut phone, "00493012").0, to);
+        assert_eq!(lab.call(clan, &mut phone, "95551234").0, node_address(2));
+        let call = lab.new_call();
+        assert_eq!(
+            lab.arq(clan, &mut phone, "0049", call),
+            Admission::Reject("calledPartyNotRegistered".into())
+        );
+        let trunk = lab.trunk("gw-lab");
+        assert_eq!((trunk.active, trunk.per_node[1].total), (2, 2));
+        let calls = lab.gatekeeper.calls();
+        let to_gateway = calls.iter().find(|c| c.dialled == "9044301234").unwrap();
+        assert_eq!(
+            (to_gateway.trunk.as_str(), to_gateway.pattern.as_str()),
+            ("gw-lab", "9044!")
+        );
+        assert_eq!(
+            (to_gateway.node.as_str(), to_gateway.hops),
+            ("cm2", 1),
+            "route local: the gateway's node, one hop from the phone's"
+        );
+        assert_eq!(
+            lab.gatekeeper.call_hops_total(),
+            3,
+            "two to the gateway, one to sip"
+        );
+
+        // A second member of 9044 takes turns with the first.
+        let second = register_gateway(&mut lab, 51, "gw-two", &["9044"]);
+        let turns: Vec<SocketAddr> = (0..4)
+            .map(|i| lab.call(clan, &mut phone, &format!("904477{i}")).0)
+            .collect();
+        let (a, b) = (gateway.call_signal_address, second.call_signal_address);
+        assert_eq!(turns, [a, b, a, b], "circular, in registration order");
+
+        // DRQ ends a call's count; the gateway unregistering leaves the trunks, ends the
+        // calls to it, and 9044 numbers go to the member left.
+        lab.drq(clan, &mut phone, first);
+        assert_eq!(lab.trunk("gw-lab").active, 3);
+        let urq = gateway.urq();
+        assert!(matches!(
+            Answer::from_message(&lab.ask(clan_of(&lab, "clan-2"), &mut gateway, &urq)),
+            Answer::Ucf { .. }
+        ));
+        assert!(lab.gatekeeper.trunks().iter().all(|t| t.name != "gw-lab"));
+        assert!(lab.gatekeeper.calls().iter().all(|c| c.trunk != "gw-lab"));
+        assert_eq!(lab.call(clan, &mut phone, "90449").0, b);
+        let call = lab.new_call();
+        assert_eq!(
+            lab.arq(clan, &mut phone, "00491", call),
+            Admission::Reject("calledPartyNotRegistered".into())
+        );
+        let held: u32 = lab.gatekeeper.clans().iter().map(|c| c.sockets).sum();
+        assert_eq!(held, 1, "{sockets}");
+
+        // A restart from the state file keeps the member and its prefixes.
+        let state = lab.gatekeeper.snapshot_state(lab.now);
+        let config = config::from_toml(&toml, "calls.toml").unwrap();
+        let wall = std::time::Duration::from_secs(1_704_067_200);
+        let (restarted, _) = Gatekeeper::restore(config, &state, lab.now, wall).unwrap();
+        lab.gatekeeper = restarted;
+        assert_eq!(lab.trunk("gw-two").prefixes, ["9044"]);
+        assert_eq!(lab.call(clan, &mut phone, "904412").0, b);
+        let held: u32 = lab.gatekeeper.clans().iter().map(|c| c.sockets).sum();
+        assert_eq!(held, 1, "{sockets}: restored, the gateway holds no place");
+    }
+}
+
+fn clan_of(lab: &Lab, name: &str) -> SocketAddr {
+    lab.gatekeeper
+        .clans()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap()
+        .address
+}

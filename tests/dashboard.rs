@@ -2,8 +2,8 @@
 //! `fixtures/lab/dashboard.toml`, phones registering over UDP, and headless Chromium showing
 //! the page. The page's C-LAN bars must show what `/api/clans` says, and follow it — in the
 //! same page, without a reload — when more phones register; its events list must show the
-//! registrations it was sent; a C-LAN over its `warn_sockets` is marked, and unmarked when
-//! its phones leave.
+//! registrations it was sent (an Avaya phone's with its MAC address); a C-LAN over its
+//! `warn_sockets` is marked, and unmarked when its phones leave.
 
 mod support;
 
@@ -194,6 +194,10 @@ fn the_dashboard_follows_the_clans_without_a_reload() {
     let mut last_id = String::new();
     for n in 1..=2 {
         let mut p = phone(2, n);
+        if n == 2 {
+            // An Avaya phone: the dashboard names it, with its MAC address.
+            p.phone.avaya = Some(rasgk::ras::avaya::Mac([0, 0, 0x5e, 0, 0x53, 0x02]));
+        }
         last_id = register(&mut p);
         later_ids.insert(last_id.clone());
         phones.push(p);
@@ -240,9 +244,30 @@ fn the_dashboard_follows_the_clans_without_a_reload() {
         .evaluate("document.querySelector('#events [data-type=\"registered\"]').dataset.endpoint");
     assert_eq!(
         newest,
-        Value::from(last_id),
+        Value::from(last_id.clone()),
         "the newest registration is not first"
     );
+    let said = page
+        .evaluate("document.querySelector('#events [data-type=\"registered\"] .what').textContent");
+    assert!(
+        said.as_str()
+            .is_some_and(|text| text.ends_with(", Avaya 00:00:5e:00:53:02")),
+        "the Avaya phone's event: {said}"
+    );
+    let registrations = served.get_json("/api/registrations");
+    let avaya: Vec<(&str, &str)> = registrations
+        .as_array()
+        .expect("/api/registrations is a list")
+        .iter()
+        .filter(|r| r["avaya"] == Value::Bool(true))
+        .map(|r| {
+            (
+                r["endpoint_id"].as_str().unwrap(),
+                r["mac"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(avaya, [(last_id.as_str(), "00:00:5e:00:53:02")]);
     assert_eq!(
         page.evaluate("document.getElementById('status').dataset.state"),
         Value::from("live"),

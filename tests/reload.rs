@@ -201,7 +201,7 @@ fn urq(p: &mut UdpPhone) -> (SocketAddr, Vec<SocketAddr>) {
         .set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     match Answer::read(&buffer[..len]).unwrap() {
-        Answer::Urq { seq, agl } => {
+        Answer::Urq { seq, agl, .. } => {
             let ucf = p.phone.ucf(seq);
             p.socket.send_to(&ucf, from).unwrap();
             p.phone.endpoint_id = None;

@@ -519,7 +519,7 @@ fn a_clan_out_of_service_sends_its_phones_elsewhere() {
             "sent by the C-LAN they registered at"
         );
         let p = phones.iter_mut().find(|p| p.ras_address == urq.to).unwrap();
-        let Answer::Urq { seq, agl } = Answer::read(&urq.payload).unwrap() else {
+        let Answer::Urq { seq, agl, .. } = Answer::read(&urq.payload).unwrap() else {
             panic!("URQ expected");
         };
         assert!(
@@ -545,6 +545,128 @@ fn a_clan_out_of_service_sends_its_phones_elsewhere() {
     let out = lab.gatekeeper.set_in_service(lab.now, a1, true);
     assert!(out.is_empty());
     assert_eq!(lab.clan("a1").sockets, 0);
+}
+
+/// The H323Plus case: a phone unregistered by a gatekeeper URQ (its C-LAN out of service)
+/// re-registers at the next C-LAN of its AGL with a full RRQ that still carries its old
+/// `endpointIdentifier`; the RCF gives it that identifier back, and the next URQ names it.
+/// The same RRQ from another address while the identifier is held: RRJ securityDenial.
+#[test]
+fn a_phone_keeps_its_endpoint_identifier_across_a_gatekeeper_urq() {
+    let mut lab = Lab::new(TWO_REGIONS);
+    let mut p = phone(1, 1);
+    p.keeps_endpoint_id = true;
+    let first_clan = lab.register(&mut p);
+    let id = p.endpoint_id.as_ref().unwrap().text();
+    let clan = lab.name_of(first_clan);
+    let out =
+        lab.gatekeeper
+            .set_in_service(lab.now, lab.gatekeeper.clan_by_name(&clan).unwrap(), false);
+    let Answer::Urq {
+        seq,
+        agl,
+        endpoint_id,
+    } = Answer::read(&out[0].payload).unwrap()
+    else {
+        panic!("URQ expected");
+    };
+    assert_eq!(endpoint_id.as_deref(), Some(id.as_str()));
+    let ucf = p.ucf(seq);
+    assert!(lab.send(out[0].local, &p, &ucf).is_empty());
+    assert_eq!(p.endpoint_id.as_ref().map(|e| e.text()), Some(id.clone()));
+    // The full RRQ at the next AGL entry carries the old identifier and gets it back.
+    let next = agl[0];
+    match lab.rrq_at(next, &mut p) {
+        Answer::Rcf { endpoint_id, .. } => assert_eq!(endpoint_id, id, "the identifier it kept"),
+        other => panic!("RCF expected, got {other:?}"),
+    }
+    let registrations = lab.gatekeeper.registrations();
+    assert_eq!(registrations.len(), 1);
+    assert_eq!(registrations[0].endpoint_id, id);
+    // Its keep-alives and the next URQ name the identifier it holds.
+    let keep_alive = p.keep_alive().unwrap();
+    assert!(matches!(
+        lab.ask(next, &mut p, &keep_alive),
+        Answer::Rcf { .. }
+    ));
+    let next_clan = lab.gatekeeper.clan_by_name(&lab.name_of(next)).unwrap();
+    let out = lab.gatekeeper.set_in_service(lab.now, next_clan, false);
+    let Answer::Urq {
+        seq, endpoint_id, ..
+    } = Answer::read(&out[0].payload).unwrap()
+    else {
+        panic!("URQ expected");
+    };
+    assert_eq!(endpoint_id.as_deref(), Some(id.as_str()));
+    let ucf = p.ucf(seq);
+    assert!(lab.send(out[0].local, &p, &ucf).is_empty());
+    // Registered again; another phone sending the same RRQ (the same identifier) from
+    // another address is refused while the identifier is held.
+    let b1 = lab.clan("b1").address;
+    assert!(matches!(lab.rrq_at(b1, &mut p), Answer::Rcf { .. }));
+    let mut impostor = phone(1, 2);
+    impostor.keeps_endpoint_id = true;
+    impostor.aliases = p.aliases.clone();
+    impostor.endpoint_id = p.endpoint_id.clone();
+    assert_eq!(reason(lab.rrq_at(b1, &mut impostor)), "securityDenial");
+    impostor.aliases = phone(1, 2).aliases;
+    assert_eq!(reason(lab.rrq_at(b1, &mut impostor)), "securityDenial");
+    assert_eq!(lab.gatekeeper.registrations().len(), 1);
+    // Once the holder is gone, the identifier is free to take.
+    let urq = p.urq();
+    assert!(matches!(lab.ask(b1, &mut p, &urq), Answer::Ucf { .. }));
+    match lab.rrq_at(b1, &mut impostor) {
+        Answer::Rcf { endpoint_id, .. } => assert_eq!(endpoint_id, id),
+        other => panic!("RCF expected, got {other:?}"),
+    }
+}
+
+/// An identifier brought back that rasgk has not handed out yet (it ran before without a
+/// state file) is taken, and no later endpoint gets it, nor one after a restart from the
+/// state file; one that is not of rasgk's form, or too large, gets a new identifier.
+#[test]
+fn kept_endpoint_identifiers_stay_unique_across_restarts() {
+    let mut lab = Lab::new(TWO_REGIONS);
+    let a1 = lab.clan("a1").address;
+    let register_keeping = |lab: &mut Lab, n: u8, id: &str| {
+        let mut p = phone(1, n);
+        p.keeps_endpoint_id = true;
+        p.endpoint_id = Some(rasgk::ras::reply::EndpointId::new(id).unwrap());
+        lab.grq(&mut p);
+        match lab.rrq_at(a1, &mut p) {
+            Answer::Rcf { endpoint_id, .. } => endpoint_id,
+            other => panic!("RCF expected, got {other:?}"),
+        }
+    };
+    assert_eq!(register_keeping(&mut lab, 1, "EP00000005"), "EP00000005");
+    let mut fresh = phone(1, 2);
+    lab.register(&mut fresh);
+    assert_eq!(
+        fresh.endpoint_id.unwrap().text(),
+        "EP00000006",
+        "past the kept one"
+    );
+    assert_eq!(
+        register_keeping(&mut lab, 3, "gk1_endp_42"),
+        "EP00000007",
+        "not ours"
+    );
+    assert_eq!(
+        register_keeping(&mut lab, 4, "EP100000000"),
+        "EP00000008",
+        "above EPFFFFFFFF"
+    );
+    assert_eq!(register_keeping(&mut lab, 5, "EP00000040"), "EP00000040");
+    // A restart from the state file hands out none of them again.
+    let state = lab.gatekeeper.snapshot_state(lab.now);
+    assert_eq!(state.last_key, 0x40);
+    let config = config::from_toml(TWO_REGIONS, "scenario.toml").unwrap();
+    let (restarted, _) =
+        Gatekeeper::restore(config, &state, lab.now, Duration::from_secs(1_700_000_000)).unwrap();
+    lab.gatekeeper = restarted;
+    let mut after = phone(1, 6);
+    lab.register(&mut after);
+    assert_eq!(after.endpoint_id.unwrap().text(), "EP00000041");
 }
 
 #[test]
@@ -595,12 +717,168 @@ fn a_tts_phone_gets_its_socket_on_an_agl_entry() {
     // All four are priority 1 and a2, b1, b2 are empty: home and direct entries form one
     // group, so AGL order decides, and the home entries come first.
     assert_eq!(socket, "a2");
-    assert_eq!(
-        lab.clan("a2").reserved,
-        0,
-        "the TTS phone's reservation was released"
-    );
+    assert_eq!(lab.clan("a2").reserved, 0, "the TTS phone reserved nothing");
     assert_eq!(lab.clan("a2").sockets, 1);
+}
+
+/// A phone known to be TTS at its GRQ takes no reservation (docs/rules.md §4.3): by its GRQ's
+/// aliases, or by a region rule when its GRQ has none; a phone whose GRQ cannot tell (no
+/// aliases, and an alias rule comes first) reserves as any phone does.
+#[test]
+fn a_phone_tts_at_its_grq_takes_no_reservation() {
+    let toml = TWO_REGIONS.replace(
+        "[[tts]]\naliases = [\"7*\"]",
+        "[[tts]]\nregions = [2]\ntts = true\n[[tts]]\naliases = [\"7*\"]",
+    );
+    let mut lab = Lab::new(&toml);
+    let reserved = |lab: &Lab| lab.clans().iter().map(|c| c.reserved).sum::<u32>();
+    // By its alias: a GCF, no reservation.
+    let mut by_alias = Phone::extension(70_001, addr("127.1.0.77:5000"));
+    assert!(matches!(lab.grq(&mut by_alias), Answer::Gcf { .. }));
+    assert_eq!(reserved(&lab), 0, "a TTS phone's GCF reserves nothing");
+    assert_eq!(lab.gatekeeper.stats().gcf_tts, 1);
+    // By its region, without aliases.
+    let mut by_region = Phone::new(Vec::new(), addr("127.2.0.77:5000"));
+    assert!(matches!(lab.grq(&mut by_region), Answer::Gcf { .. }));
+    assert_eq!(reserved(&lab), 0, "a region rule makes it TTS");
+    // Region 1 without aliases: the alias rule might match its RRQ, so it reserves.
+    let mut unknown = Phone::new(Vec::new(), addr("127.1.0.78:5000"));
+    assert!(matches!(lab.grq(&mut unknown), Answer::Gcf { .. }));
+    assert_eq!(reserved(&lab), 1, "not known as TTS: a reservation");
+    // A non-TTS phone reserves.
+    let mut other = phone(1, 1);
+    assert!(matches!(lab.grq(&mut other), Answer::Gcf { .. }));
+    assert_eq!(reserved(&lab), 2);
+    // The TTS phone registers where its GCF sent it; its socket goes by §4.
+    let clan = lab.register(&mut by_alias);
+    assert!(lab.clans().iter().any(|c| c.address == clan));
+    let registration = lab
+        .gatekeeper
+        .registrations()
+        .into_iter()
+        .find(|r| r.tts)
+        .expect("registered as TTS");
+    assert!(registration.clan.is_some(), "its socket was placed");
+    assert_eq!(reserved(&lab), 2, "the others' reservations stay");
+}
+
+/// Two equal C-LANs and a burst of 500 phones, 30 % of them TTS (every GRQ, then every
+/// RRQ): the non-TTS phones split over the two within one, as without the TTS phones; in
+/// count mode and in socket mode (where the core holds each phone's place from its RCF on).
+#[test]
+fn a_burst_with_tts_phones_splits_non_tts_phones_evenly() {
+    for sockets in ["count", "tcp"] {
+        let toml = TWO_EQUAL.replace("seed = 3", &format!("seed = 3\nsockets = {sockets:?}"));
+        let config = config::from_toml(&toml, "two.toml").unwrap();
+        let mut phones = rasgk::bench::placement::phones([127, 1], 500, 30);
+        let ended = rasgk::bench::placement::burst(config, &mut phones).unwrap();
+        assert_eq!(ended.refused, 0, "{sockets}");
+        let (a, b) = (ended.non_tts_on("a"), ended.non_tts_on("b"));
+        assert_eq!(a + b, 350, "{sockets}: {ended:?}");
+        assert!(
+            a.abs_diff(b) <= 1,
+            "{sockets}: non-TTS phones split {a}/{b}"
+        );
+        let tts: u32 = ended.clans.iter().map(|&(_, _, tts)| tts).sum();
+        assert_eq!(tts, 150, "{sockets}: {ended:?}");
+    }
+}
+
+const TWO_EQUAL: &str = r#"
+[gatekeeper]
+seed = 3
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[clan]]
+name = "a"
+region = 1
+address = "127.0.1.1:1719"
+[[clan]]
+name = "b"
+region = 1
+address = "127.0.1.2:1719"
+[[tts]]
+aliases = ["5*"]
+"#;
+
+/// The issue's burst: 2,000 region-1 phones, 30 % TTS, on the default topology. No
+/// non-TTS phone is in another region or on a priority-2 board while a priority-1 board of
+/// region 1 has room, and each C-LAN holds as many non-TTS phones as without the TTS
+/// phones.
+#[test]
+fn a_burst_with_tts_phones_places_non_tts_phones_by_the_rules() {
+    let placement = rasgk::bench::placement::measure(2_000).unwrap();
+    let ended = &placement.with_tts;
+    assert_eq!(ended.refused, 0);
+    let config = config::embedded_default();
+    let priority_1_room = config
+        .clans
+        .iter()
+        .filter(|clan| clan.region == 1 && clan.priority == 1)
+        .any(|clan| {
+            let (_, non_tts, tts) = ended.clans.iter().find(|(n, ..)| *n == clan.name).unwrap();
+            non_tts + tts < clan.max_sockets
+        });
+    let elsewhere: u32 = config
+        .clans
+        .iter()
+        .filter(|clan| clan.region != 1 || clan.priority != 1)
+        .map(|clan| ended.non_tts_on(&clan.name))
+        .sum();
+    assert!(
+        !(priority_1_room && elsewhere > 0),
+        "{elsewhere} non-TTS phones elsewhere while a priority-1 board has room: {ended:?}"
+    );
+    assert_eq!(ended.non_tts_on("clan-1a"), 480);
+    assert_eq!(ended.non_tts_on("clan-1b"), 480);
+    for region in [2, 3] {
+        for clan in config.clans.iter().filter(|c| c.region == region) {
+            assert_eq!(ended.non_tts_on(&clan.name), 0, "{}", clan.name);
+        }
+    }
+    assert_eq!(
+        placement.with_tts.clans.len(),
+        placement.without_tts.clans.len()
+    );
+    for (with, without) in placement
+        .with_tts
+        .clans
+        .iter()
+        .zip(&placement.without_tts.clans)
+    {
+        assert_eq!(with.1, without.1, "non-TTS phones on {}", with.0);
+    }
+}
+
+/// A gateway takes no socket: in a full system it still gets its GCF and RCF, and the
+/// C-LAN's load stays what the phones hold.
+#[test]
+fn a_gateway_registers_in_a_full_system_without_a_socket() {
+    let mut lab = Lab::new(
+        r#"
+[[region]]
+id = 1
+networks = ["127.1.0.0/16"]
+[[clan]]
+name = "only"
+region = 1
+address = "127.0.1.1:1719"
+max_sockets = 1
+"#,
+    );
+    let mut first = phone(1, 1);
+    lab.register(&mut first);
+    let mut second = phone(1, 2);
+    assert_eq!(reason(lab.grq(&mut second)), "resourceUnavailable");
+    let mut gateway = Phone::new(
+        vec![rasgk::ras::Alias::h323_id("gw").unwrap()],
+        addr("127.1.0.99:1719"),
+    );
+    gateway.gateway = true;
+    assert_eq!(lab.register(&mut gateway), addr("127.0.1.1:1719"));
+    assert_eq!(lab.loads(), vec![(1, 0)], "the phone's socket only");
+    assert_eq!(lab.gatekeeper.registrations().len(), 2);
 }
 
 #[test]

@@ -8,6 +8,8 @@
 //!   scale    core time per GRQ at 10,000 C-LANs / at 64                 scale.rs
 //!   sockets  socket mode: 6,000-phone storm to the last socket in service,
 //!            TTS time to service, and why TTS exists (setup_ms = 20)     sockets.rs
+//!   placement  2,000-phone burst, 30 % TTS: non-TTS phones placed as
+//!            without the TTS phones (core only, virtual time)           placement.rs
 //! ```
 //!
 //! The block ends with one `ratio WORKLOAD VALUE` line per workload for scripts; `--check`
@@ -15,6 +17,7 @@
 
 pub mod ceiling;
 pub mod memory;
+pub mod placement;
 pub mod scale;
 pub mod sockets;
 pub mod storm;
@@ -23,6 +26,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use ceiling::{Ceiling, CeilingArgs, Workload};
+use placement::Placement;
 use scale::Scale;
 use sockets::Sockets;
 use storm::Storm;
@@ -52,6 +56,10 @@ pub struct BenchArgs {
     /// setup_ms = 20 runs; 0: no socket-mode figures).
     #[arg(long, value_name = "N", default_value_t = 6_000)]
     pub socket_phones: usize,
+    /// Phones in the placement burst of region-1 phones, 30 % TTS, on the default topology
+    /// (0: no placement figure).
+    #[arg(long, value_name = "N", default_value_t = placement::PHONES)]
+    pub placement_phones: usize,
     /// Exit 1 when a figure misses its target (2 when the bench cannot run).
     #[arg(long)]
     pub check: bool,
@@ -137,6 +145,9 @@ const MAX_STORM_PHONES: usize = 1_000_000;
 /// each phone's socket is a descriptor on both sides (the hard limit here is 20,000).
 const MAX_SOCKET_PHONES: usize = 9_000;
 
+/// Most placement-burst phones (one address of 127.1.0.0/16 each).
+const MAX_PLACEMENT_PHONES: usize = 60_000;
+
 /// Everything one run measured; a part not asked for is `None`.
 #[derive(Debug, Clone, Default)]
 pub struct Figures {
@@ -150,6 +161,8 @@ pub struct Figures {
     pub scale: Option<Scale>,
     /// Socket mode's storms.
     pub sockets: Option<Sockets>,
+    /// Where a burst's non-TTS phones end beside TTS phones.
+    pub placement: Option<Placement>,
 }
 
 /// The targets (the performance issue's, README "Performance").
@@ -170,6 +183,8 @@ pub mod targets {
     pub const TTS_P99_MS: f64 = 100.0;
     /// Socket establishments in progress at once on one C-LAN (Avaya's five).
     pub const SETUPS_PER_CLAN: u32 = 5;
+    /// Non-TTS phones of the placement burst placed otherwise than without its TTS phones.
+    pub const PLACEMENT_MOVED: u32 = 0;
 }
 
 /// The least ratio rasgk / echo a workload must reach.
@@ -271,6 +286,22 @@ impl Figures {
                     && all_tts.most_setups <= targets::SETUPS_PER_CLAN,
             });
         }
+        if let Some(placement) = &self.placement {
+            verdicts.push(Verdict {
+                name: format!(
+                    "burst of {}, {} % TTS: non-TTS moved",
+                    placement.phones, placement.tts_percent
+                ),
+                figure: format!(
+                    "{}, {} refused",
+                    placement.moved(),
+                    placement.with_tts.refused
+                ),
+                target: format!("{}, none refused", targets::PLACEMENT_MOVED),
+                met: placement.moved() == targets::PLACEMENT_MOVED
+                    && placement.with_tts.refused == 0,
+            });
+        }
         verdicts
     }
 
@@ -353,6 +384,9 @@ impl Figures {
             let _ = writeln!(out, "sockets: why TTS, non-TTS {}", other.line());
             let _ = writeln!(out, "sockets: why TTS, TTS {}", all_tts.line());
         }
+        if let Some(placement) = &self.placement {
+            let _ = writeln!(out, "placement: {}", placement.line());
+        }
         let verdicts = self.verdicts();
         let _ = writeln!(
             out,
@@ -393,6 +427,13 @@ impl BenchArgs {
                 "--socket-phones {} is over {MAX_SOCKET_PHONES} (one descriptor a phone on \
                  each side, in one process)",
                 self.socket_phones
+            ));
+        }
+        if self.placement_phones > MAX_PLACEMENT_PHONES {
+            return Err(format!(
+                "--placement-phones {} is over {MAX_PLACEMENT_PHONES} (one address of \
+                 127.1.0.0/16 a phone)",
+                self.placement_phones
             ));
         }
         if self.storm_phones > MAX_STORM_PHONES {
@@ -461,12 +502,27 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     } else {
         None
     };
+    let placement = if args.placement_phones > 0 {
+        eprintln!(
+            "rasgk bench: a burst of {} region-1 phones, {} % TTS (default topology)",
+            args.placement_phones,
+            placement::TTS_PERCENT
+        );
+        let phones = args.placement_phones;
+        let figure = tokio::task::spawn_blocking(move || placement::measure(phones))
+            .await
+            .map_err(|e| format!("the placement burst failed: {e}"))??;
+        Some(figure)
+    } else {
+        None
+    };
     Ok(Figures {
         ceilings,
         storm,
         memory,
         scale,
         sockets,
+        placement,
     })
 }
 
@@ -539,6 +595,7 @@ mod tests {
                 per_grq_us: vec![(64, 1.0), (1024, 1.5), (10_000, 2.0)],
             }),
             sockets: None,
+            placement: Some(placement::measure(200).unwrap()),
         }
     }
 
@@ -550,6 +607,7 @@ mod tests {
             registrations: 100_000,
             grqs: 100_000,
             socket_phones: 0,
+            placement_phones: 200,
             check: false,
         }
     }
@@ -557,10 +615,14 @@ mod tests {
     #[test]
     fn a_figure_on_its_target_meets_it() {
         let verdicts = figures().verdicts();
-        assert_eq!(verdicts.len(), 6);
+        assert_eq!(verdicts.len(), 7);
         assert!(verdicts.iter().all(|v| v.met), "{verdicts:#?}");
         let block = figures().block(&args());
-        assert!(block.contains("targets: 6 of 6 met"), "{block}");
+        assert!(block.contains("targets: 7 of 7 met"), "{block}");
+        assert!(
+            block.contains("placement: 200 region-1 phones, 30 % TTS: 0 non-TTS phones"),
+            "{block}"
+        );
         assert!(block.ends_with("ratio grq 0.85\nratio rrq_full 0.60\nratio rrq_light 0.85\n"));
     }
 
@@ -592,7 +654,7 @@ mod tests {
                 "core time per GRQ, most / fewest C-LANs"
             ]
         );
-        assert!(figures.block(&args()).contains("targets: 2 of 6 met"));
+        assert!(figures.block(&args()).contains("targets: 3 of 7 met"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::pattern::{best_match, DigitPattern};
+use super::pattern::{best_match, DigitPattern, Specificity};
 use super::route::{calling_node, pick_trunk, route_local, Route};
 use crate::config::{Config, NodeIdx, RouteTarget, TrunkIdx};
 
@@ -84,6 +84,13 @@ impl Calls {
             hops_total: 0,
             rng,
         }
+    }
+
+    /// The rank of the most specific configured route pattern matching `digits`, if any
+    /// (to weigh it against the patterns of registered gateways, [`super::members`]).
+    pub fn best_rank(&self, digits: &str) -> Option<Specificity> {
+        let found = best_match(&self.patterns, digits)?;
+        Some(self.patterns[found].specificity())
     }
 
     /// Calls on `trunk` now.

@@ -16,14 +16,18 @@
 //!   route-local rule.
 //! - [`book`]: the calls in progress, keyed by endpoint and `callIdentifier`, and the
 //!   counts per trunk and node and of intra-cluster hops.
+//! - [`members`]: H.323 gateways registered by RRQ, trunk members whose `supportedPrefixes`
+//!   are route patterns, and the calls routed to them.
 //!
 //! This follows Cisco's description of how CUCM (8.x and later) picks the node for SIP
 //! trunk and H.323 gateway calls, including "Run on all active Unified CM nodes".
 
 pub mod book;
+pub mod members;
 pub mod pattern;
 pub mod route;
 
 pub use book::{ActiveCall, CallKey, Calls, NoRoute, TrunkCount};
+pub use members::{Member, MemberCall, TrunkMembers};
 pub use pattern::{best_match, DigitPattern};
 pub use route::{calling_node, pick_trunk, route_local, Route};

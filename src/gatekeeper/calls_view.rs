@@ -1,5 +1,6 @@
 //! What the admin port shows of outbound trunk calls (docs/rules.md §10): the calls in progress
-//! (`/api/calls`) and each trunk's calls per node (`/api/trunks`).
+//! (`/api/calls`) and each trunk's calls per node (`/api/trunks`) — the configured trunks,
+//! then the H.323 gateways registered as trunk members, with their prefixes.
 
 use std::net::SocketAddr;
 
@@ -61,13 +62,26 @@ pub struct TrunkView {
     pub active: u32,
     /// Per node of the cluster, in configuration order.
     pub per_node: Vec<TrunkNodeView>,
+    /// A gateway registered by RRQ: its `endpointIdentifier` (`None`: a configured trunk).
+    #[serde(default)]
+    pub endpoint_id: Option<String>,
+    /// A registered gateway's `supportedPrefixes`: each `P` routes the numbers `P!`.
+    #[serde(default)]
+    pub prefixes: Vec<String>,
 }
 
 impl Gatekeeper {
-    /// Every call in progress, by endpoint and `callIdentifier`.
+    /// Every call in progress, by endpoint and `callIdentifier`: through configured trunks,
+    /// then to registered gateways.
     pub fn calls(&self) -> Vec<CallView> {
-        let node = |idx: usize| self.config.nodes[idx].name.clone();
-        self.calls
+        let node = |idx: usize| {
+            self.config
+                .nodes
+                .get(idx)
+                .map_or_else(String::new, |node| node.name.clone())
+        };
+        let mut calls: Vec<CallView> = self
+            .calls
             .iter()
             .map(|(&(endpoint, call_id), call)| {
                 let route = call.route;
@@ -86,11 +100,69 @@ impl Gatekeeper {
                     hops: route.hops(),
                 }
             })
-            .collect()
+            .collect();
+        calls.extend(
+            self.trunk_members
+                .calls()
+                .map(|(&(endpoint, call_id), call)| CallView {
+                    endpoint_id: registry::endpoint_id_text(endpoint),
+                    call_id: call_id.iter().map(|b| format!("{b:02x}")).collect(),
+                    dialled: call.dialled.clone(),
+                    pattern: format!("{}!", call.prefix),
+                    route_list: None,
+                    trunk: self
+                        .trunk_members
+                        .get(call.gateway)
+                        .map_or_else(String::new, |member| member.name.clone()),
+                    phone_node: node(call.phone_node),
+                    calling_node: node(call.phone_node),
+                    node: node(call.node),
+                    hops: call.hops(),
+                }),
+        );
+        calls
     }
 
-    /// Every trunk with its calls per node.
+    /// Every trunk with its calls per node: the configured ones, then the registered
+    /// gateways in registration order.
     pub fn trunks(&self) -> Vec<TrunkView> {
+        let mut trunks = self.configured_trunks();
+        let per_node = |counts: &[crate::calls::TrunkCount]| {
+            self.config
+                .nodes
+                .iter()
+                .zip(counts)
+                .map(|(node, count)| TrunkNodeView {
+                    node: node.name.clone(),
+                    active: count.active,
+                    total: count.total,
+                })
+                .collect()
+        };
+        trunks.extend(self.trunk_members.iter().map(|(key, member)| {
+            TrunkView {
+                name: member.name.clone(),
+                kind: TrunkKind::H323,
+                address: member.address,
+                nodes: self
+                    .config
+                    .nodes
+                    .get(member.node)
+                    .map(|node| node.name.clone())
+                    .into_iter()
+                    .collect(),
+                run_on_all_nodes: false,
+                max_calls: None,
+                active: member.active(),
+                per_node: per_node(member.per_node()),
+                endpoint_id: Some(registry::endpoint_id_text(key)),
+                prefixes: member.prefixes.clone(),
+            }
+        }));
+        trunks
+    }
+
+    fn configured_trunks(&self) -> Vec<TrunkView> {
         self.config
             .trunks
             .iter()
@@ -125,13 +197,16 @@ impl Gatekeeper {
                             }
                         })
                         .collect(),
+                    endpoint_id: None,
+                    prefixes: Vec::new(),
                 }
             })
             .collect()
     }
 
-    /// Intra-cluster hops of every trunk call placed since start.
+    /// Intra-cluster hops of every trunk call placed since start (registered gateways'
+    /// included).
     pub fn call_hops_total(&self) -> u64 {
-        self.calls.hops_total()
+        self.calls.hops_total() + self.trunk_members.hops_total()
     }
 }

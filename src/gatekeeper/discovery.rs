@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{policy, Gatekeeper, Reply, Reservation, Timer};
 use crate::ras::reply::{self, GrjReason};
+use crate::ras::Discovery;
 
 impl Gatekeeper {
     /// A GRQ: choose a C-LAN by the tiers of the phone's home region, reserve a place on it
@@ -13,13 +14,22 @@ impl Gatekeeper {
     /// earlier reservation. A phone that is registered already (it lost its RCF, or starts
     /// over) counts its own socket as room: when the choice falls on the C-LAN holding it,
     /// no reservation is needed, and a full system never refuses it its own place.
+    ///
+    /// A phone known to be TTS already at its GRQ ([`tts_at_discovery`]) takes no
+    /// reservation either: its socket goes where §4 puts it, not to the GCF's C-LAN, so a
+    /// reservation would hold a place it never takes and push non-TTS phones of the same
+    /// burst away from where the rules put them. Its GCF names the C-LAN §1 chooses, where
+    /// it registers.
+    ///
+    /// [`tts_at_discovery`]: Gatekeeper::tts_at_discovery
     pub(super) fn gatekeeper_request(
         &mut self,
         now: Instant,
         local: SocketAddr,
         from: SocketAddr,
-        seq: u16,
+        discovery: &Discovery<'_>,
     ) -> Option<Reply> {
+        let seq = discovery.seq;
         if self.excluded(from) {
             self.note_reject("GRJ", "terminalExcluded");
             tracing::debug!("GRJ terminalExcluded: outside the network map");
@@ -49,10 +59,24 @@ impl Gatekeeper {
             if clan == own {
                 tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF: its own socket's C-LAN");
                 let address = self.config.clans[clan].address;
-                return Some(self.gatekeeper_confirm(seq, address));
+                return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
             }
         }
-        let Some(clan) = chosen.filter(|&clan| self.loads.get(clan).available()) else {
+        // A gateway takes no socket: with every C-LAN full, it registers at the first one of
+        // its tiers in service all the same.
+        let for_gateway = || {
+            tiers
+                .group_clans
+                .iter()
+                .flatten()
+                .copied()
+                .find(|&clan| self.loads.get(clan).in_service)
+        };
+        let chosen = match chosen.filter(|&clan| self.loads.get(clan).available()) {
+            None if discovery.gateway => for_gateway(),
+            chosen => chosen,
+        };
+        let Some(clan) = chosen else {
             self.note_reject("GRJ", "resourceUnavailable");
             tracing::debug!(region = home, "GRJ resourceUnavailable: no C-LAN has room");
             return Some(
@@ -60,6 +84,18 @@ impl Gatekeeper {
                     .into(),
             );
         };
+        if discovery.gateway {
+            // A gateway is a trunk member: it never takes a C-LAN socket, so no place.
+            tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF, no reservation: a gateway");
+            let address = self.config.clans[clan].address;
+            return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
+        }
+        if self.tts_at_discovery(discovery, home) {
+            self.stats.gcf_tts += 1;
+            tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF, no reservation: a TTS phone");
+            let address = self.config.clans[clan].address;
+            return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
+        }
         if self.reservations.len() >= self.config.limits.max_reservations {
             // Full: the reservation that runs out first makes room (see `reservations`).
             if let Some(oldest) = self.reservations.oldest() {
@@ -80,6 +116,6 @@ impl Gatekeeper {
         self.arm(expires, Timer::Reservation(from));
         tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF");
         let address = self.config.clans[clan].address;
-        Some(self.gatekeeper_confirm(seq, address))
+        Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()))
     }
 }

@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use crate::config::RegionId;
+use crate::ras::avaya::AvayaEndpoint;
 
 /// Most events kept undrained; older ones are dropped (and counted).
 pub const MAX_QUEUED: usize = 4096;
@@ -43,6 +44,10 @@ pub enum Event {
         clan: Option<String>,
         /// A TTS phone?
         tts: bool,
+        /// An Avaya endpoint, with the MAC address its login request gave (left out for
+        /// other endpoints).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        avaya: Option<AvayaEndpoint>,
     },
     /// A TTS phone that waited got its socket.
     TtsSocket {

@@ -55,10 +55,10 @@ use bytes::Bytes;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::calls::Calls;
+use crate::calls::{Calls, TrunkMembers};
 use crate::config::{Clan, Config, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
-use crate::ras::{self, FullRegistration, KeepAlive, MessageKind, RasMessage, Request};
+use crate::ras::{self, Discovery, FullRegistration, KeepAlive, MessageKind, RasMessage, Request};
 use agls::Agls;
 use arena::Arena;
 use events::{Ending, Event, EventQueue};
@@ -118,7 +118,7 @@ fn agl_entries(
 /// full RRQ that [`ras::read_request`] read without building them, or a decoded message.
 #[derive(Clone, Copy)]
 enum Incoming<'a> {
-    Grq(u16),
+    Grq(&'a Discovery<'a>),
     KeepAlive(&'a KeepAlive<'a>),
     FullRegistration(&'a FullRegistration<'a>),
     Message(&'a RasMessage),
@@ -249,6 +249,8 @@ pub struct Gatekeeper {
     rng: ChaCha8Rng,
     /// Outbound trunk calls in progress (docs/rules.md §10), with their own generator.
     calls: Calls,
+    /// H.323 gateways registered by RRQ as trunk members, and the calls routed to them.
+    trunk_members: TrunkMembers,
     /// Where replies' octets are kept (sent, and held for retransmissions).
     arena: Arena,
     /// The buffer replies are encoded into before they are copied to the arena.
@@ -310,6 +312,7 @@ impl Gatekeeper {
             next_seq: 0,
             rng,
             calls,
+            trunk_members: TrunkMembers::default(),
             arena: Arena::default(),
             scratch: Vec::with_capacity(512),
             stats: Stats::default(),
@@ -437,7 +440,7 @@ impl Gatekeeper {
             }
         };
         let incoming = match &request {
-            Request::Grq { seq } => Incoming::Grq(*seq),
+            Request::Grq(discovery) => Incoming::Grq(discovery),
             Request::KeepAlive(keep_alive) => Incoming::KeepAlive(keep_alive),
             Request::FullRegistration(rrq) => Incoming::FullRegistration(rrq),
             Request::Message(message) => Incoming::Message(message),
@@ -528,7 +531,7 @@ impl Gatekeeper {
         checked: Option<u64>,
     ) -> Vec<Transmit> {
         let (kind, seq) = match incoming {
-            Incoming::Grq(seq) => (MessageKind::Grq, seq),
+            Incoming::Grq(discovery) => (MessageKind::Grq, discovery.seq),
             Incoming::KeepAlive(keep_alive) => (MessageKind::Rrq, keep_alive.seq),
             Incoming::FullRegistration(rrq) => (MessageKind::Rrq, rrq.seq),
             Incoming::Message(message) => (ras::kind(message), ras::request_seq_num(message)),
@@ -555,7 +558,9 @@ impl Gatekeeper {
             Err(denied) => denied,
             Ok(proof) => {
                 let reply = match incoming {
-                    Incoming::Grq(seq) => self.gatekeeper_request(now, local, from, seq),
+                    Incoming::Grq(discovery) => {
+                        self.gatekeeper_request(now, local, from, discovery)
+                    }
                     Incoming::KeepAlive(keep_alive) => Some(self.keep_alive(
                         now,
                         from,
@@ -593,7 +598,7 @@ impl Gatekeeper {
         let seq = ras::request_seq_num(message);
         match message {
             RasMessage::gatekeeperRequest(grq) => self
-                .gatekeeper_request(now, local, from, grq.request_seq_num.0)
+                .gatekeeper_request(now, local, from, &Discovery::from(grq))
                 .map(|reply| self.with_selection(grq, reply)),
             RasMessage::registrationRequest(rrq) => {
                 self.registration_request(now, local, from, rrq)
@@ -749,8 +754,14 @@ impl Gatekeeper {
     }
 
     /// A GCF naming `ras_address`, written by the hand-written encoder (the generated codec
-    /// when that cannot).
-    fn gatekeeper_confirm(&mut self, seq: u16, ras_address: SocketAddr) -> Reply {
+    /// when that cannot). To an Avaya endpoint, without `gatekeeperIdentifier` (docs/rules.md
+    /// §14: some crash on it).
+    fn gatekeeper_confirm(&mut self, seq: u16, ras_address: SocketAddr, avaya: bool) -> Reply {
+        if avaya {
+            let mut gcf = reply::gatekeeper_confirm(seq, &self.gatekeeper_id, ras_address);
+            ras::avaya::leave_out_gatekeeper_id(&mut gcf);
+            return gcf.into();
+        }
         let octets = self.gatekeeper_id.octets();
         match ras::hot_reply::gatekeeper_confirm(&mut self.scratch, seq, octets, ras_address) {
             Some(()) => Reply::Octets(MessageKind::Gcf, self.arena.copy(&self.scratch)),
@@ -923,6 +934,8 @@ impl Gatekeeper {
     /// and its socket: its calls, a pending TTS placement, and the event.
     fn registration_ended(&mut self, key: u64, socket: Option<ClanIdx>, reason: Ending) {
         self.calls.end_all_of(key);
+        self.trunk_members.end_all_of(key);
+        self.trunk_members.leave(key);
         self.tts_pending.remove(&key);
         if self.events.watched() {
             self.events.push(Event::Unregistered {
@@ -1030,7 +1043,7 @@ impl Gatekeeper {
     ) -> Option<Transmit> {
         let entries = self.agl_entries(agl);
         let seq = self.next_seq();
-        let urq = reply::unregistration_request(&reply::Urq {
+        let mut urq = reply::unregistration_request(&reply::Urq {
             request_seq_num: seq,
             call_signal_address: &registration.call_signal_address,
             aliases: &registration.aliases,
@@ -1039,6 +1052,9 @@ impl Gatekeeper {
             reason: Some(reason),
             agl: &entries,
         });
+        if registration.avaya.is_some() {
+            ras::avaya::leave_out_gatekeeper_id(&mut urq);
+        }
         let transmit = self.send(local, registration.source, &urq)?;
         if retry {
             let next = now + URQ_RETRY;

@@ -430,7 +430,7 @@ impl Gatekeeper {
     /// The answer to a request that did not prove its passwords, counted.
     fn deny(&mut self, incoming: Incoming<'_>) -> Option<Reply> {
         let (kind, seq) = match incoming {
-            Incoming::Grq(seq) => (MessageKind::Grq, seq),
+            Incoming::Grq(discovery) => (MessageKind::Grq, discovery.seq),
             Incoming::KeepAlive(keep_alive) => (MessageKind::Rrq, keep_alive.seq),
             Incoming::FullRegistration(rrq) => (MessageKind::Rrq, rrq.seq),
             Incoming::Message(message) => (ras::kind(message), ras::request_seq_num(message)),

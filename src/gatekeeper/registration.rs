@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::events::{Ending, Event};
 use super::registry::{self, CallSignalAddresses, Registration};
 use super::{policy, Gatekeeper, Reply, Timer, TTS_RETRY};
-use crate::calls::NoRoute;
+use crate::calls::{Member, NoRoute};
 use crate::config::NodeIdx;
 use crate::ras::asn::{
     self, AdmissionRequest, BandwidthRequest, DisengageRequest, InfoRequestResponse,
@@ -15,7 +15,7 @@ use crate::ras::asn::{
 };
 use crate::ras::hot_reply::{self, RcfParts};
 use crate::ras::reply::{self, AltGkInfo, ArjReason, RrjReason, UrjReason};
-use crate::ras::{Alias, FullRegistration, MessageKind, RasMessage};
+use crate::ras::{Alias, Discovery, FullRegistration, MessageKind, RasMessage};
 
 /// The text of an alias that `[[tts]]` patterns are matched against.
 fn alias_text(alias: &Alias) -> &str {
@@ -48,6 +48,31 @@ impl Gatekeeper {
             .iter()
             .find(|rule| rule.matches(aliases.iter().map(alias_text), region))
             .map_or(self.config.gatekeeper.tts_default, |rule| rule.tts)
+    }
+
+    /// Is a phone known to be TTS already at its GRQ (docs/rules.md §4.3)? With aliases in its
+    /// GRQ, by them, as its RRQ will be (phones send the same aliases in GRQ and RRQ, so the
+    /// first matching rule is the same). Without, only when the first rule that could
+    /// cover it looks at regions alone: a rule on aliases might match the RRQ's aliases,
+    /// so the phone is then not known yet and its GCF reserves as any phone's.
+    pub(super) fn tts_at_discovery(&self, discovery: &Discovery<'_>, region: u16) -> bool {
+        let tts = &self.config.tts;
+        if !self.config.gatekeeper.tts_default && tts.iter().all(|rule| !rule.tts) {
+            // Nothing makes any phone TTS: the aliases need not be read.
+            return false;
+        }
+        if discovery.has_aliases {
+            let aliases: Vec<Alias> = discovery.aliases.clone().collect();
+            return self.is_tts(&aliases, region);
+        }
+        for rule in tts {
+            if !rule.regions.is_empty() && !rule.regions.contains(&region) {
+                continue;
+            }
+            // The first rule that could match: known only when it needs no alias.
+            return rule.aliases.is_empty() && rule.tts;
+        }
+        self.config.gatekeeper.tts_default
     }
 
     fn reject_rrq(&mut self, seq: u16, reason: RrjReason, alt: Option<AltGkInfo>) -> RasMessage {
@@ -104,8 +129,14 @@ impl Gatekeeper {
     /// The RCF of a registration, written by the hand-written encoder with its AGL's
     /// encoding made once per distinct AGL (the generated codec when an alias is outside
     /// what that writes).
+    ///
+    /// To an Avaya endpoint, built by the generated codec without `gatekeeperIdentifier`
+    /// (docs/rules.md §14; see [`ras::avaya`](crate::ras::avaya)).
     fn confirm(&mut self, seq: u16, key: u64) -> Option<Reply> {
         let registration = self.registry.get(key)?;
+        if registration.avaya.is_some() {
+            return Some(self.confirm_avaya(seq, key, registration));
+        }
         let (clans, gatekeeper_id) = (&self.config.clans, &self.gatekeeper_id);
         let agl = match &registration.agl[..] {
             [] => Some(None),
@@ -154,6 +185,24 @@ impl Gatekeeper {
             })
             .into(),
         )
+    }
+
+    /// The RCF of an Avaya endpoint's registration `key`: no `gatekeeperIdentifier`, in the
+    /// message or its AGL entries.
+    fn confirm_avaya(&self, seq: u16, key: u64, registration: &Registration) -> Reply {
+        let signal_address = [self.config.clans[registration.registered_via].signal_address()];
+        let agl = self.agl_entries(&registration.agl);
+        let mut rcf = reply::registration_confirm(&reply::Rcf {
+            request_seq_num: seq,
+            gatekeeper_id: &self.gatekeeper_id,
+            endpoint_id: &registry::endpoint_id(key),
+            call_signal_address: &signal_address,
+            aliases: &registration.aliases,
+            time_to_live_s: Some(registration.ttl_s),
+            agl: &agl,
+        });
+        crate::ras::avaya::leave_out_gatekeeper_id(&mut rcf);
+        rcf.into()
     }
 
     /// A lightweight RRQ of sequence number `seq` naming the registration `key` (when its
@@ -226,6 +275,26 @@ impl Gatekeeper {
         aliases.extend(rrq.aliases.clone());
         aliases.dedup();
         let existing = self.registry.by_source(from);
+        // The identifier the endpoint brings back (H323Plus keeps the one it has across a
+        // gatekeeper's URQ and its full re-registration, and ignores the one an RCF gives
+        // it instead): taken when no endpoint holds it or this one does, as GnuGk does.
+        // Held by an endpoint at another address: RRJ securityDenial (GnuGk's answer too;
+        // there is no reason for a taken identifier). One not of ours, or above
+        // MAX_KEPT_KEY, is not taken: the endpoint gets a new one.
+        let kept = rrq
+            .endpoint_id
+            .and_then(registry::key_of_utf16)
+            .filter(|&key| key <= registry::MAX_KEPT_KEY);
+        if let Some(key) = kept {
+            if self
+                .registry
+                .get(key)
+                .is_some_and(|held| held.source != from)
+            {
+                tracing::debug!(endpoint = %registry::endpoint_id_text(key), "endpointIdentifier held by another endpoint");
+                return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
+            }
+        }
         let taken: Vec<Alias> = aliases
             .iter()
             .filter(|alias| {
@@ -241,12 +310,15 @@ impl Gatekeeper {
                 .into();
         }
         let region = self.home_region(local, from.ip());
-        let tts = self.is_tts(&aliases, region);
+        // A gateway is a trunk member, not a phone: never TTS, and it takes no socket.
+        let gateway = rrq.gateway;
+        let tts = !gateway && self.is_tts(&aliases, region);
         let reservation = self.reservations.get(&from).map(|r| r.clan);
         let own_socket = existing.and_then(|key| self.registry.get(key)?.socket);
         let load = self.loads.get(clan);
         let room = load.in_service
             && (tts
+                || gateway
                 || load.load() < load.cap
                 || reservation == Some(clan)
                 || own_socket == Some(clan));
@@ -263,6 +335,7 @@ impl Gatekeeper {
         // and putting them back.
         let in_place = existing.filter(|&key| {
             !tts && reservation != Some(clan)
+                && kept.is_none_or(|kept| kept == key)
                 && self.registry.get(key).is_some_and(|held| {
                     !held.tts && held.socket == Some(clan) && *held.aliases == *aliases
                 })
@@ -276,11 +349,14 @@ impl Gatekeeper {
             }
             (Some(key), None) => {
                 self.unregister(now, key, Ending::Reregistered);
-                key
+                kept.unwrap_or(key)
             }
-            (None, None) => self.registry.new_key(),
+            (None, None) => kept.unwrap_or_else(|| self.registry.new_key()),
         };
-        let socket = if tts {
+        // A kept identifier is never handed out again, not even after a restart (the
+        // state file's `last_key`).
+        self.registry.skip_past(key);
+        let socket = if tts || gateway {
             self.release_reservation(from);
             None
         } else {
@@ -309,6 +385,7 @@ impl Gatekeeper {
             ras_address,
             call_signal_address,
             gateway: rrq.gateway,
+            avaya: rrq.avaya,
             region,
             tts,
             registered_via: clan,
@@ -326,6 +403,11 @@ impl Gatekeeper {
         match (tts, self.socket_mode()) {
             (true, false) => self.place_tts(now, key),
             (true, true) => self.await_tts_setup(now, key),
+            // A gateway waits for no socket.
+            (false, _) if gateway => {
+                let prefixes = crate::ras::request::supported_prefixes(rrq.gateway_protocols);
+                self.join_trunk(key, prefixes.iter().map(|p| alias_text(p).to_string()));
+            }
             // In place, its socket (or its place and connection) stays as it was.
             (false, true) if in_place.is_none() => self.await_connection(now, key, clan),
             (false, _) => {}
@@ -343,6 +425,7 @@ impl Gatekeeper {
                 region,
                 clan: registration.socket.map(|clan| self.clan_name(clan)),
                 tts,
+                avaya: registration.avaya,
             };
             self.events.push(event);
         }
@@ -354,6 +437,34 @@ impl Gatekeeper {
         );
         self.confirm(seq, key)
             .expect("the registration was stored just above")
+    }
+
+    /// Makes the registered gateway `key` a trunk member announcing `prefixes` (see
+    /// [`crate::calls::members`]): named by its first alias (its endpoint identifier when
+    /// it has none, or beside it when a configured trunk has that name), active on the
+    /// node of the C-LAN it registered at.
+    pub(super) fn join_trunk(&mut self, key: u64, prefixes: impl IntoIterator<Item = String>) {
+        let Some(registration) = self.registry.get(key) else {
+            return;
+        };
+        let Some(&address) = registration.call_signal_address.first() else {
+            return;
+        };
+        let endpoint_id = registry::endpoint_id_text(key);
+        let name = match registration.aliases.first().map(alias_text) {
+            Some(alias) if !alias.is_empty() => alias.to_string(),
+            _ => endpoint_id.clone(),
+        };
+        let name = if self.config.trunks.iter().any(|trunk| trunk.name == name) {
+            format!("{name} ({endpoint_id})")
+        } else {
+            name
+        };
+        let clan = &self.config.clans[registration.registered_via];
+        let node = self.config.node_index(&clan.node).unwrap_or(0);
+        let member = Member::new(name, address, node, prefixes, self.config.nodes.len());
+        tracing::debug!(endpoint = %endpoint_id, prefixes = ?member.prefixes, "a gateway joins the trunks");
+        self.trunk_members.join(key, member);
     }
 
     /// Gives a TTS phone its socket on one of its AGL entries (docs/rules.md §7), or queues it
@@ -496,6 +607,17 @@ impl Gatekeeper {
             return Some(self.reject_arq(seq, ArjReason::CalledPartyNotRegistered));
         };
         let key = (caller, call_id(arq));
+        if let Some(call) = self.trunk_members.call(&key) {
+            // The same call asked again: the same gateway, counted once.
+            let address = self
+                .trunk_members
+                .get(call.gateway)
+                .map(|member| member.address);
+            return Some(match address {
+                Some(address) => reply::admission_confirm(seq, address, arq.band_width.0, false),
+                None => self.reject_arq(seq, ArjReason::ResourceUnavailable),
+            });
+        }
         if let Some(call) = self.calls.get(&key) {
             // The same call asked again (not a retransmission): the same node, counted once.
             let node = call.route.node;
@@ -507,6 +629,29 @@ impl Gatekeeper {
         let Some(phone_node) = self.phone_node(caller) else {
             return Some(self.reject_arq(seq, ArjReason::CalledPartyNotRegistered));
         };
+        // A registered gateway's prefix more specific than every configured pattern: the
+        // call goes to that gateway, straight to its call signalling address (it is
+        // registered here, as a called endpoint is); the node route local gives is counted.
+        if self.trunk_members.best(digits) > self.calls.best_rank(digits) {
+            let Some((gateway, call)) = self.trunk_members.route(key, digits, phone_node) else {
+                return Some(self.reject_arq(seq, ArjReason::ResourceUnavailable));
+            };
+            let node = call.node;
+            let Some(member) = self.trunk_members.get(gateway) else {
+                return Some(self.reject_arq(seq, ArjReason::ResourceUnavailable));
+            };
+            tracing::debug!(
+                trunk = %member.name,
+                node = %self.config.nodes.get(node).map_or("?", |n| n.name.as_str()),
+                "ACF for a call to a registered gateway"
+            );
+            return Some(reply::admission_confirm(
+                seq,
+                member.address,
+                arq.band_width.0,
+                false,
+            ));
+        }
         let route = match self.calls.route(&self.config, digits, phone_node) {
             Ok(route) => route,
             Err(NoRoute::NoPattern) => {
@@ -567,7 +712,9 @@ impl Gatekeeper {
                 .call_identifier
                 .as_ref()
                 .map_or(&drq.conference_id.0, |id| &id.guid);
-            self.calls.end(&(caller, guid_bytes(guid)));
+            let call = (caller, guid_bytes(guid));
+            self.calls.end(&call);
+            self.trunk_members.end(&call);
             Some(reply::disengage_confirm(seq))
         } else {
             self.note_reject("DRJ", "notRegistered");

@@ -6,6 +6,12 @@
 //! message or a view needs it ([`endpoint_id`]). A registration is kept small, since a
 //! gatekeeper holds 100,000 of them: its aliases in a boxed slice, its call signalling
 //! address inline when it has only one ([`CallSignalAddresses`]).
+//!
+//! An endpoint keeps its identifier: a full RRQ that carries one of ours takes it back when
+//! no other endpoint holds it (see `Gatekeeper::full_registration`), and
+//! [`skip_past`](Registry::skip_past) keeps the counter past every identifier taken back,
+//! so a new endpoint never gets one that is held — nor, through the state file's
+//! `last_key`, after a restart.
 
 use std::hash::{BuildHasher, Hash};
 
@@ -19,8 +25,9 @@ use hashbrown::HashTable;
 use super::agls::Agl;
 use super::topology::ClanIdx;
 use crate::config::RegionId;
+use crate::ras::avaya::AvayaEndpoint;
 use crate::ras::reply::EndpointId;
-use crate::ras::Alias;
+use crate::ras::{Alias, Utf16};
 
 /// One registered endpoint.
 #[derive(Debug, Clone)]
@@ -35,6 +42,8 @@ pub struct Registration {
     pub call_signal_address: CallSignalAddresses,
     /// `terminalType` has `gateway`.
     pub gateway: bool,
+    /// Its RRQ's `nonStandardData` marks an Avaya endpoint: what it said of itself.
+    pub avaya: Option<AvayaEndpoint>,
     /// Home region.
     pub region: RegionId,
     /// A TTS phone?
@@ -185,6 +194,23 @@ pub fn key_of_octets(octets: &[u8]) -> Option<u64> {
     }
     key_of_units(&units[..octets.len() / 2])
 }
+
+/// The key an `endpointIdentifier` as a request carries it names, if it is one of ours.
+pub fn key_of_utf16(id: Utf16<'_>) -> Option<u64> {
+    let mut units = [0u16; 18];
+    let mut len = 0;
+    for unit in id.units() {
+        *units.get_mut(len)? = unit;
+        len += 1;
+    }
+    key_of_units(&units[..len])
+}
+
+/// The largest key an endpoint may bring back in a full RRQ and keep: identifiers of up to
+/// eight hex digits (`EPFFFFFFFF`), all rasgk hands out before 2^32 registrations. A
+/// larger one is not taken (the endpoint gets a new one), so that a forged identifier
+/// cannot run the key counter to its end.
+pub const MAX_KEPT_KEY: u64 = 0xFFFF_FFFF;
 
 /// The key an `endpointIdentifier` text names, if it is one of ours.
 pub fn key_of(endpoint_id: &str) -> Option<u64> {
@@ -429,6 +455,7 @@ mod tests {
             ras_address: source,
             call_signal_address: vec![source].into(),
             gateway: false,
+            avaya: None,
             region: 1,
             tts: false,
             registered_via: 0,

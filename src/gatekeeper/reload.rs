@@ -4,7 +4,8 @@
 //! [`State`](super::state::State), as a restart would build it, and the rest of the old
 //! core's life is carried over: counters, events, the AGL generator, the retransmission
 //! cache, URQs waiting for their UCF, password time stamps, and trunk calls (when the
-//! routing sections are unchanged; otherwise the calls in progress are forgotten).
+//! routing sections are unchanged; otherwise the calls in progress are forgotten; calls to
+//! registered gateways when the nodes are unchanged).
 //!
 //! - New C-LANs start empty. Removed C-LANs: every phone registered at one or holding its
 //!   socket on one is unregistered with a URQ (`reregistrationRequired`, its AGL from the new
@@ -141,6 +142,17 @@ impl Gatekeeper {
         } else {
             reloaded.calls_forgotten = self.calls.len();
         }
+        // Calls to registered gateways: kept while the nodes stay the same, the gateway and
+        // its caller still registered.
+        let members = std::mem::take(&mut self.trunk_members);
+        if self.config.nodes == fresh.config.nodes {
+            let registry = &fresh.registry;
+            fresh
+                .trunk_members
+                .carry_from(members, |key| registry.get(key).is_some());
+        } else {
+            reloaded.calls_forgotten += members.calls().count();
+        }
 
         // Registrations on removed C-LANs or regions: a URQ each, from where they registered.
         for &key in &restored.unfit {
@@ -148,6 +160,7 @@ impl Gatekeeper {
                 continue;
             };
             fresh.calls.end_all_of(key);
+            fresh.trunk_members.end_all_of(key);
             let local = self.config.clans[old.registered_via].address;
             let region = if fresh.config.region(old.region).is_some() {
                 old.region

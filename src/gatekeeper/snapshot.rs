@@ -76,6 +76,12 @@ pub struct RegistrationView {
     /// `queued`, `connecting`, `setup`, `established`, or `none`).
     #[serde(default)]
     pub socket: SocketState,
+    /// An Avaya endpoint (its RRQ carried Avaya's CCMS `nonStandardData`)?
+    #[serde(default)]
+    pub avaya: bool,
+    /// The MAC address an Avaya endpoint's login request gave, `b4:b0:17:8d:29:c6`.
+    #[serde(default)]
+    pub mac: Option<String>,
 }
 
 /// The whole state at one moment.
@@ -137,6 +143,8 @@ impl Gatekeeper {
                 agl: r.agl.iter().map(|&idx| name(idx)).collect(),
                 ttl_s: r.ttl_s,
                 socket: self.socket_state(key),
+                avaya: r.avaya.is_some(),
+                mac: r.avaya.and_then(|a| a.mac).map(|mac| mac.to_string()),
             })
             .collect()
     }

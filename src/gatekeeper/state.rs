@@ -29,6 +29,7 @@ use super::registry::{self, Registration};
 use super::topology::ClanIdx;
 use super::{Gatekeeper, Reservation, StartError, Timer, Transmit, TTS_RETRY};
 use crate::config::{Config, RegionId};
+use crate::ras::avaya::AvayaEndpoint;
 use crate::ras::Alias;
 
 /// The version of the state format this rasgk writes and reads.
@@ -64,6 +65,12 @@ pub struct SavedRegistration {
     pub call_signal_address: Vec<SocketAddr>,
     /// A gateway?
     pub gateway: bool,
+    /// An Avaya endpoint (with the MAC address its login request gave)?
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avaya: Option<AvayaEndpoint>,
+    /// A gateway's `supportedPrefixes` (it is a trunk member).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<String>,
     /// Home region.
     pub region: RegionId,
     /// A TTS phone?
@@ -138,6 +145,12 @@ impl Gatekeeper {
                 ras_address: r.ras_address,
                 call_signal_address: r.call_signal_address.to_vec(),
                 gateway: r.gateway,
+                avaya: r.avaya,
+                prefixes: self
+                    .trunk_members
+                    .get(key)
+                    .map(|member| member.prefixes.clone())
+                    .unwrap_or_default(),
                 region: r.region,
                 tts: r.tts,
                 registered_via: name(r.registered_via),
@@ -319,6 +332,7 @@ impl Gatekeeper {
                 ras_address: saved.ras_address,
                 call_signal_address: saved.call_signal_address.clone().into(),
                 gateway: saved.gateway,
+                avaya: saved.avaya,
                 region: saved.region,
                 tts: saved.tts,
                 registered_via,
@@ -329,6 +343,9 @@ impl Gatekeeper {
             },
         );
         self.arm_expiry(expires, saved.key);
+        if saved.gateway {
+            self.join_trunk(saved.key, saved.prefixes.iter().cloned());
+        }
         Ok(())
     }
 }

@@ -109,6 +109,8 @@ pub struct Stats {
     pub registrations_expired: u64,
     /// GCF reservations that ran out before an RRQ.
     pub reservations_expired: u64,
+    /// GCFs to phones known to be TTS at their GRQ: no reservation (docs/rules.md §4.3).
+    pub gcf_tts: u64,
     /// GRQ → RCF latency of registrations that used their reservation.
     pub registration_latency: LatencyHistogram,
 }
@@ -133,6 +135,7 @@ impl Default for Stats {
             unregistrations: 0,
             registrations_expired: 0,
             reservations_expired: 0,
+            gcf_tts: 0,
             registration_latency: LatencyHistogram::default(),
         }
     }

@@ -27,6 +27,7 @@ use super::address::{socket_addr, utf16be_text, Alias};
 use super::aper::Reader;
 use super::asn;
 use super::asn::RasMessage;
+use super::avaya::{self, AvayaEndpoint};
 use super::hot_phone::{GRQ_ADDITIONS, RRQ_ADDITIONS};
 use super::hot_reply::{DIALLED_DIGITS, RAS_MESSAGE_ROOT};
 
@@ -49,7 +50,7 @@ impl Walk {
 /// The message, when the datagram is a GRQ or RRQ of a shape read here.
 pub(crate) fn decode(octets: &[u8]) -> Option<RasMessage> {
     match walk(octets, Walk::Build)? {
-        Walked::Grq(grq, _) => Some(RasMessage::gatekeeperRequest(grq?)),
+        Walked::Grq(grq, ..) => Some(RasMessage::gatekeeperRequest(grq?)),
         Walked::Rrq(rrq, _) => Some(RasMessage::registrationRequest(rrq?)),
     }
 }
@@ -57,8 +58,8 @@ pub(crate) fn decode(octets: &[u8]) -> Option<RasMessage> {
 /// A request as the gatekeeper needs it.
 #[derive(Debug, PartialEq)]
 pub enum Request<'a> {
-    /// A GRQ of a shape read here, with its `requestSeqNum`: nothing else of it is used.
-    Grq { seq: u16 },
+    /// A GRQ of a shape read here.
+    Grq(Discovery<'a>),
     /// A lightweight RRQ of a shape read here (so without tokens) and without aliases.
     KeepAlive(KeepAlive<'a>),
     /// A full RRQ of a shape read here (so without tokens).
@@ -68,6 +69,35 @@ pub enum Request<'a> {
     /// box (an allocation past malloc's thread cache per request) nor every GRQ's return
     /// path (copying the whole enum) should carry.
     Message(&'a RasMessage),
+}
+
+/// What the gatekeeper reads of a GRQ: read here from the octets, or taken from a decoded
+/// message (`From<&GatekeeperRequest>`), the same fields either way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Discovery<'a> {
+    pub seq: u16,
+    /// `endpointAlias` (none when absent): whether the phone is TTS may be known from them
+    /// already.
+    pub aliases: Aliases<'a>,
+    /// `endpointAlias` is present (an empty list tells as little as none).
+    pub has_aliases: bool,
+    /// Its `nonStandardData` marks an Avaya endpoint (never in a GRQ read here).
+    pub avaya: Option<AvayaEndpoint>,
+    /// `endpointType` has `gateway`: a trunk member, which takes no C-LAN socket.
+    pub gateway: bool,
+}
+
+impl<'a> From<&'a asn::GatekeeperRequest> for Discovery<'a> {
+    fn from(grq: &'a asn::GatekeeperRequest) -> Self {
+        let aliases = grq.endpoint_alias.as_deref().unwrap_or_default();
+        Discovery {
+            seq: grq.request_seq_num.0,
+            aliases: Aliases(Listed::Decoded(aliases.iter())),
+            has_aliases: !aliases.is_empty(),
+            avaya: avaya::endpoint(grq.non_standard_data.as_ref()),
+            gateway: grq.endpoint_type.gateway.is_some(),
+        }
+    }
 }
 
 /// What the gatekeeper reads of a lightweight RRQ.
@@ -96,6 +126,43 @@ pub struct FullRegistration<'a> {
     pub gateway: bool,
     /// `cryptoTokens`: never any in an RRQ read here.
     pub tokens: Option<&'a [asn::CryptoH323Token]>,
+    /// `endpointIdentifier`: the one an endpoint keeps from an earlier registration.
+    pub endpoint_id: Option<Utf16<'a>>,
+    /// Its `nonStandardData` marks an Avaya endpoint (never in an RRQ read here).
+    pub avaya: Option<AvayaEndpoint>,
+    /// A gateway's `terminalType.gateway.protocol` (where its `supportedPrefixes` are):
+    /// empty for an RRQ read here, which has none.
+    pub gateway_protocols: &'a [asn::SupportedProtocols],
+}
+
+/// A BMPString as a request carries it: the UTF-16BE octets read here, or a decoded
+/// message's code units. Equal when their code units are.
+#[derive(Debug, Clone, Copy)]
+pub enum Utf16<'a> {
+    /// Two octets a code unit, most significant first.
+    Octets(&'a [u8]),
+    /// Code units.
+    Units(&'a [u16]),
+}
+
+impl<'a> Utf16<'a> {
+    /// Its code units, in order.
+    pub fn units(self) -> impl Iterator<Item = u16> + Clone + 'a {
+        let (octets, units) = match self {
+            Utf16::Octets(octets) => (octets, &[][..]),
+            Utf16::Units(units) => (&[][..], units),
+        };
+        octets
+            .chunks_exact(2)
+            .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
+            .chain(units.iter().copied())
+    }
+}
+
+impl PartialEq for Utf16<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.units().eq(other.units())
+    }
 }
 
 impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
@@ -112,6 +179,17 @@ impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
             time_to_live: rrq.time_to_live.as_ref().map(|ttl| ttl.0),
             gateway: rrq.terminal_type.gateway.is_some(),
             tokens: rrq.crypto_tokens.as_deref(),
+            endpoint_id: rrq
+                .endpoint_identifier
+                .as_ref()
+                .map(|id| Utf16::Units(&id.0)),
+            avaya: avaya::endpoint(rrq.non_standard_data.as_ref()),
+            gateway_protocols: rrq
+                .terminal_type
+                .gateway
+                .as_ref()
+                .and_then(|gateway| gateway.protocol.as_deref())
+                .unwrap_or_default(),
         }
     }
 }
@@ -237,7 +315,13 @@ listed_eq_and_debug!(TransportAddresses, Aliases);
 /// answered from its message, as it always was) and one without an `endpointIdentifier`.
 pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
     match walk(octets, Walk::Check)? {
-        Walked::Grq(_, seq) => Some(Request::Grq { seq }),
+        Walked::Grq(_, seq, aliases, gateway) => Some(Request::Grq(Discovery {
+            seq,
+            gateway,
+            has_aliases: aliases.as_ref().is_some_and(|items| items.left > 0),
+            aliases: Aliases(Listed::Walked(aliases.unwrap_or_else(Items::none))),
+            avaya: None,
+        })),
         Walked::Rrq(_, kept) if !kept.keep_alive => {
             Some(Request::FullRegistration(FullRegistration {
                 seq: kept.seq,
@@ -249,6 +333,9 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
                 time_to_live: kept.time_to_live,
                 gateway: kept.gateway,
                 tokens: None,
+                endpoint_id: kept.endpoint_id.map(Utf16::Octets),
+                avaya: None,
+                gateway_protocols: &[],
             }))
         }
         Walked::Rrq(
@@ -273,7 +360,8 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
 /// call on the stack and its value is moved out once, so its size is no cost worth a box.
 #[allow(clippy::large_enum_variant)]
 enum Walked<'a> {
-    Grq(Option<asn::GatekeeperRequest>, u16),
+    /// The value, `requestSeqNum` and `endpointAlias` when present.
+    Grq(Option<asn::GatekeeperRequest>, u16, Option<Items<'a>>, bool),
     Rrq(Option<asn::RegistrationRequest>, Kept<'a>),
 }
 
@@ -315,9 +403,13 @@ fn gatekeeper_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> 
     let seq = sequence_number(r)?;
     let protocol_identifier = object_identifier(r, walk)?;
     let ras_address = transport_address(r, walk)?;
-    let (endpoint_type, _) = endpoint_type(r, walk)?;
+    let (endpoint_type, gateway) = endpoint_type(r, walk)?;
     let gatekeeper_identifier = optional(has_gatekeeper, || bmp(r, 128, walk))?.flatten();
-    let endpoint_alias = optional(has_aliases, || aliases(r, walk))?.flatten();
+    let alias_items = optional(has_aliases, || Items::read(r))?;
+    let endpoint_alias = match &alias_items {
+        Some(items) => list(items.left, walk, || alias_address(r, walk))?,
+        None => None,
+    };
     let mut supports_alt_gk = None;
     let mut supports_assigned_gk = None;
     if extended {
@@ -357,7 +449,7 @@ fn gatekeeper_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> 
     } else {
         None
     };
-    Some(Walked::Grq(grq, seq))
+    Some(Walked::Grq(grq, seq, alias_items, gateway))
 }
 
 fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>> {
@@ -660,11 +752,6 @@ pub(super) fn socket_address(r: &mut Reader<'_>) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
-fn aliases(r: &mut Reader<'_>, walk: Walk) -> Option<Option<Vec<asn::AliasAddress>>> {
-    let count = r.unconstrained_length()?;
-    list(count, walk, || alias_address(r, walk))
-}
-
 /// Which root alternative of `AliasAddress` follows: `Some(true)` for `dialledDigits`,
 /// `Some(false)` for `h323-ID` (an extension alternative is not read here).
 fn dialled_digits_follow(r: &mut Reader<'_>) -> Option<bool> {
@@ -886,8 +973,11 @@ mod tests {
     fn read_agrees_with_decode(octets: &[u8]) -> Result<(), TestCaseError> {
         let (read, decoded) = (read(octets), decode(octets));
         match (read, decoded) {
-            (Some(Request::Grq { seq }), Some(RasMessage::gatekeeperRequest(grq))) => {
-                prop_assert_eq!(seq, grq.request_seq_num.0);
+            (Some(Request::Grq(discovery)), Some(RasMessage::gatekeeperRequest(grq))) => {
+                let from_message = Discovery::from(&grq);
+                let aliases: Vec<Alias> = discovery.aliases.clone().collect();
+                prop_assert_eq!(aliases, from_message.aliases.clone().collect::<Vec<_>>());
+                prop_assert_eq!(discovery, from_message);
             }
             (Some(Request::KeepAlive(keep_alive)), Some(RasMessage::registrationRequest(rrq))) => {
                 prop_assert_eq!(rrq.keep_alive, Some(true));

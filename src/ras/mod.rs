@@ -30,6 +30,7 @@ mod generated;
 
 mod address;
 mod aper;
+pub mod avaya;
 mod codec;
 pub mod h235;
 pub mod h235_1;
@@ -58,7 +59,9 @@ pub(crate) use address::{bmp_text, utf16be_text};
 pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
 pub use codec::{decode, encode, encode_into, read_request, DecodeError, EncodeError};
-pub use hot_request::{Aliases, FullRegistration, KeepAlive, Request, TransportAddresses};
+pub use hot_request::{
+    Aliases, Discovery, FullRegistration, KeepAlive, Request, TransportAddresses, Utf16,
+};
 pub use json::to_json;
 pub use kind::{kind, request_seq_num, MessageKind};
 pub(crate) use peek::peek_kind;

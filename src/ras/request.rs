@@ -47,6 +47,56 @@ pub fn gateway() -> asn::EndpointType {
     }
 }
 
+/// `EndpointType` of an H.323 gateway announcing the number ranges it takes calls for: one
+/// `voice` protocol whose `supportedPrefixes` are `prefixes` (what a voice gateway, or GnuGk
+/// registering to a parent gatekeeper as a gateway, sends); [`gateway`] when there are none.
+pub fn gateway_with_prefixes(prefixes: &[Alias]) -> asn::EndpointType {
+    let mut endpoint_type = gateway();
+    let prefixes: Vec<asn::SupportedPrefix> = prefixes
+        .iter()
+        .filter_map(|prefix| prefix.to_asn().ok())
+        .map(|prefix| asn::SupportedPrefix::new(None, prefix))
+        .collect();
+    if !prefixes.is_empty() {
+        endpoint_type.gateway = Some(asn::GatewayInfo::new(
+            Some(vec![asn::SupportedProtocols::voice(asn::VoiceCaps::new(
+                None,
+                None,
+                Some(prefixes),
+            ))]),
+            None,
+        ));
+    }
+    endpoint_type
+}
+
+/// The `supportedPrefixes` of every protocol of a gateway's `GatewayInfo.protocol`, in
+/// order, each once.
+pub fn supported_prefixes(protocols: &[asn::SupportedProtocols]) -> Vec<Alias> {
+    let mut prefixes: Vec<Alias> = Vec::new();
+    for protocol in protocols {
+        let listed = match protocol {
+            asn::SupportedProtocols::voice(caps) => caps.supported_prefixes.as_deref(),
+            asn::SupportedProtocols::h323(caps) => caps.supported_prefixes.as_deref(),
+            asn::SupportedProtocols::h320(caps) => caps.supported_prefixes.as_deref(),
+            asn::SupportedProtocols::h310(caps) => caps.supported_prefixes.as_deref(),
+            asn::SupportedProtocols::h321(caps) => caps.supported_prefixes.as_deref(),
+            asn::SupportedProtocols::h322(caps) => caps.supported_prefixes.as_deref(),
+            asn::SupportedProtocols::h324(caps) => caps.supported_prefixes.as_deref(),
+            asn::SupportedProtocols::t120_only(caps) => caps.supported_prefixes.as_deref(),
+            asn::SupportedProtocols::sip(caps) => caps.supported_prefixes.as_deref(),
+            _ => None,
+        };
+        for prefix in listed.unwrap_or_default() {
+            let alias = Alias::from_asn(&prefix.prefix);
+            if !prefixes.contains(&alias) {
+                prefixes.push(alias);
+            }
+        }
+    }
+    prefixes
+}
+
 /// The `endpointVendor` rasgk's phone simulator announces: T.35 country 181 (United States),
 /// manufacturer code 0x7267 ("rg", unassigned), product "rasgk".
 pub fn vendor() -> asn::VendorIdentifier {

@@ -387,6 +387,11 @@ impl Figures {
                 s.reservations_expired,
             ),
             (
+                "rasgk_gcf_tts_total",
+                "GCFs to phones known to be TTS at their GRQ, which take no reservation.",
+                s.gcf_tts,
+            ),
+            (
                 "rasgk_events_dropped_total",
                 "Events dropped before anyone read them.",
                 self.counts.events_dropped,

@@ -364,7 +364,7 @@ impl<'a> Life<'a> {
                 }
             };
             match heard {
-                Some((Answer::Urq { seq, agl }, from)) => {
+                Some((Answer::Urq { seq, agl, .. }, from)) => {
                     self.answer_urq(seq, from).await;
                     if !self.register(started, agl).await {
                         return false;
