@@ -749,7 +749,7 @@ fn a_phone_tts_at_its_grq_takes_no_reservation() {
     let mut other = phone(1, 1);
     assert!(matches!(lab.grq(&mut other), Answer::Gcf { .. }));
     assert_eq!(reserved(&lab), 2);
-    // The TTS phone registers where its GCF sent it; its socket goes by §4.
+    // The TTS phone registers where its GCF sent it; its socket goes by docs/rules.md §7.
     let clan = lab.register(&mut by_alias);
     assert!(lab.clans().iter().any(|c| c.address == clan));
     let registration = lab

@@ -16,10 +16,10 @@ impl Gatekeeper {
     /// no reservation is needed, and a full system never refuses it its own place.
     ///
     /// A phone known to be TTS already at its GRQ ([`tts_at_discovery`]) takes no
-    /// reservation either: its socket goes where §4 puts it, not to the GCF's C-LAN, so a
-    /// reservation would hold a place it never takes and push non-TTS phones of the same
-    /// burst away from where the rules put them. Its GCF names the C-LAN §1 chooses, where
-    /// it registers.
+    /// reservation either (docs/rules.md §4.3): its socket goes where docs/rules.md §7 puts
+    /// it, not to the GCF's C-LAN, so a reservation would hold a place it never takes and
+    /// push non-TTS phones of the same burst away from where the rules put them. Its GCF
+    /// names the C-LAN docs/rules.md §4 chooses, where it registers.
     ///
     /// [`tts_at_discovery`]: Gatekeeper::tts_at_discovery
     pub(super) fn gatekeeper_request(

@@ -754,8 +754,8 @@ impl Gatekeeper {
     }
 
     /// A GCF naming `ras_address`, written by the hand-written encoder (the generated codec
-    /// when that cannot). To an Avaya endpoint, without `gatekeeperIdentifier` (docs/rules.md
-    /// §14: some crash on it).
+    /// when that cannot). To an Avaya endpoint, without `gatekeeperIdentifier`: some crash
+    /// on it (docs/rules.md §14).
     fn gatekeeper_confirm(&mut self, seq: u16, ras_address: SocketAddr, avaya: bool) -> Reply {
         if avaya {
             let mut gcf = reply::gatekeeper_confirm(seq, &self.gatekeeper_id, ras_address);
