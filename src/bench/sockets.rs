@@ -1,9 +1,10 @@
 //! Socket mode's figures: real TCP signalling sockets on `fixtures/lab/sockets.toml`
 //! (sixteen C-LANs of 480 in three regions), each run against a fresh `rasgk serve` in a
 //! process of its own, as users run it, with `rasgk storm --sockets` as the README gives
-//! it. (In this process, beside the storm, the TTS phones' time to service came out some
-//! 90 ms longer for every phone alike than against a separate `rasgk serve`, p99 and p50
-//! both: a figure of the two sharing a process, not of the gatekeeper.)
+//! it. (Run beside the storm in this process, the gatekeeper measured worse than it serves:
+//! in one session the TTS phones' time to service was 92–95 ms at the median there against
+//! 62–66 ms with `rasgk serve` apart, and the 6,000-phone storm's p99 171–181 ms against
+//! 82–95 ms.)
 //!
 //! ```text
 //!   storm     N phones, half TTS: first GRQ to last socket in service          <= 2 s
