@@ -38,6 +38,9 @@ pub struct Phone {
     /// and its full RRQ a login request naming the address, as `nonStandardData`
     /// ([`ras::avaya`]).
     pub avaya: Option<Mac>,
+    /// The `timeToLive` its full RRQs ask for, seconds; `None`: none asked, the
+    /// gatekeeper's own is granted.
+    pub time_to_live_s: Option<u32>,
     seq: u16,
 }
 
@@ -266,6 +269,7 @@ impl Phone {
             token_time: None,
             keeps_endpoint_id: false,
             avaya: None,
+            time_to_live_s: None,
             seq: 0,
         }
     }
@@ -334,7 +338,7 @@ impl Phone {
                     gateway: self.gateway,
                     aliases: &self.aliases,
                     gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
-                    time_to_live_s: None,
+                    time_to_live_s: self.time_to_live_s,
                 },
             );
             if written.is_some() {
@@ -353,7 +357,7 @@ impl Phone {
             terminal_type,
             aliases: &self.aliases,
             gatekeeper_id: self.gatekeeper_id.as_ref(),
-            time_to_live_s: None,
+            time_to_live_s: self.time_to_live_s,
         });
         if let RasMessage::registrationRequest(rrq) = &mut rrq {
             rrq.endpoint_identifier = kept.map(EndpointId::asn);

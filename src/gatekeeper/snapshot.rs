@@ -127,6 +127,17 @@ impl Gatekeeper {
             .collect()
     }
 
+    /// Every C-LAN's sockets now, in configuration order: its places as the cap counts them
+    /// (`sockets` of [`clans`](Gatekeeper::clans)) and its established connections. What
+    /// a sampler reads many times, without the names [`clans`](Gatekeeper::clans) copies.
+    pub fn clan_sockets(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.loads
+            .all()
+            .iter()
+            .zip(&self.signalling.clans)
+            .map(|(load, sockets)| (load.sockets, sockets.established))
+    }
+
     /// Every registration's state, oldest first.
     pub fn registrations(&self) -> Vec<RegistrationView> {
         let name = |idx: usize| self.config.clans[idx].name.clone();

@@ -22,6 +22,7 @@ mod port;
 pub mod report;
 mod shard;
 mod signalling;
+pub(crate) use signalling::Backoff;
 mod tally;
 
 use std::collections::BTreeMap;

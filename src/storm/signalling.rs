@@ -60,7 +60,7 @@ const MOST_BACKOFF: Duration = Duration::from_secs(2);
 /// each drawn between half and all of that from the phone's seeded generator (so phones
 /// reset together do not come back together).
 #[derive(Debug, Clone)]
-pub(super) struct Backoff {
+pub(crate) struct Backoff {
     next: Duration,
 }
 
