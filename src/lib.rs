@@ -27,6 +27,7 @@ pub mod gatekeeper;
 pub mod inspect;
 pub mod pcap;
 pub mod phone;
+pub mod plan;
 pub mod ras;
 pub mod replay;
 pub mod server;

@@ -104,6 +104,38 @@ enum Command {
     ///   rasgk storm --phones 40000 --tts-share 0.5 --tts-from 500000 --from 600000
     #[command(verbatim_doc_comment)]
     Storm(Box<rasgk::storm::StormArgs>),
+    /// Plan in virtual time what phones, C-LAN faults and changes would do, before doing it.
+    ///
+    /// Runs the real gatekeeper core on LAB.toml (the embedded default topology without
+    /// --config) with simulated phones that behave as the storm's do (RAS timers,
+    /// retransmissions, keep-alives, re-registration through the AGL after a gatekeeper URQ,
+    /// an RRJ's altGKInfo followed, non-TTS phones connecting and retrying when turned away
+    /// busy, TTS phones set up by the gatekeeper), in virtual time and without sockets:
+    /// hours pass in seconds, and the same inputs give the same report, octet for octet.
+    /// Signalling sockets are planned as socket mode runs them (sockets = "tcp", at most
+    /// max_setups_per_clan establishments at once per C-LAN, each setup_ms long), whatever
+    /// the file's mode, so that the time to service is predicted too; the loads are those of
+    /// count mode.
+    ///
+    /// The scenario (TOML) gives duration_s and seed, the phones as [[group]]s (count,
+    /// region or network, tts_share, rate_per_s or over_s, start_s, ttl_s, calls_per_hour)
+    /// and a timeline of [[event]]s at at_s: out_of_service = "C-LAN", in_service = "C-LAN",
+    /// cap = { clan = "C-LAN", max_sockets = N }, restart = true, reload = "OTHER.toml".
+    ///
+    /// The report: per C-LAN peak, final and time-averaged sockets; per region the phones
+    /// spilled to and taken from other regions; rejects by message and reason; per event the
+    /// phones that lost service and the time until 50 %, 99 % and all were back; the
+    /// imbalance within each region's priority classes; times to service. Exit status 0 when
+    /// every phone that arrived is in service at the end, 1 when some are not, 2 when the
+    /// plan cannot run.
+    ///
+    /// Examples:
+    ///   rasgk plan fixtures/plan/morning.toml
+    ///   rasgk plan --config lab.toml fixtures/plan/clan-failure.toml --json | jq .events
+    ///   rasgk plan fixtures/plan/clan-failure.toml --compare lab-with-new-clan.toml
+    ///   rasgk plan fixtures/plan/restart.toml --report-dir out/   # out/report.html
+    #[command(verbatim_doc_comment)]
+    Plan(rasgk::plan::PlanArgs),
     /// Measure every performance figure in one run, each beside its target.
     ///
     /// Echo ceiling: a minimal UDP echo responder (same runtime, socket options and batched
@@ -233,6 +265,7 @@ fn main() -> ExitCode {
         Command::CheckConfig { file } => check_config(&file),
         Command::Status { admin, watch } => status(&admin, watch),
         Command::Storm(args) => rasgk::storm::run(*args),
+        Command::Plan(args) => rasgk::plan::run(args),
         Command::Bench(args) => rasgk::bench::run(args),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
         Command::Replay(args) => replay::run(args),

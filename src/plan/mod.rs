@@ -1,0 +1,205 @@
+//! `rasgk plan`: what-if planning in virtual time. A scenario (phones, how they arrive,
+//! a timeline of C-LAN faults, cap changes, restarts and reloads) runs against the real
+//! gatekeeper core with simulated phones that behave as the storm's do, with no sockets and
+//! no clock, so that hours pass in seconds and the same inputs give the same report.
+//!
+//! - [`scenario`]: the scenario file.
+//! - [`world`]: the core, the network and the connections in virtual time.
+//! - [`phones`]: the simulated phones.
+//! - [`tally`]: what is recorded while it runs.
+//! - [`report`]: the report, as a table and as JSON.
+
+pub mod phones;
+pub mod report;
+pub mod scenario;
+pub mod tally;
+pub mod world;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::config::{self, Config};
+pub use report::Report;
+pub use scenario::{Scenario, ScenarioError};
+use tally::Tally;
+pub use world::PlanError;
+
+/// `rasgk plan` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlanArgs {
+    /// The scenario: phones, arrivals, the timeline of events, duration and seed (TOML; the
+    /// README's "Planning" section and fixtures/plan/ show every key).
+    #[arg(value_name = "SCENARIO.toml")]
+    pub scenario: PathBuf,
+    /// The lab's configuration, as `rasgk serve --config` takes it; the embedded default
+    /// topology when left out.
+    #[arg(long, value_name = "LAB.toml")]
+    pub config: Option<PathBuf>,
+    /// Plan the same scenario on a second configuration too, and show both side by side.
+    #[arg(long, value_name = "OTHER.toml")]
+    pub compare: Option<PathBuf>,
+    /// Print the report as JSON on standard output (with --compare: {"a": …, "b": …}).
+    #[arg(long)]
+    pub json: bool,
+    /// Write report.json, report.html (self-contained, charts of sockets per C-LAN over
+    /// time with the events marked) and one SVG chart per configuration into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+}
+
+/// A plan that has run: its report and the traces behind its charts.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The report.
+    pub report: Report,
+    /// Everything recorded (sockets per C-LAN over time, events).
+    pub tally: Tally,
+}
+
+/// Plans `scenario` on `config` (named `name` in the report); `progress` hears the
+/// virtual seconds reached about every virtual minute.
+pub fn plan(
+    scenario: &Scenario,
+    config: Config,
+    name: &str,
+    progress: impl FnMut(f64),
+) -> Result<Planned, PlanError> {
+    let reloads = reloads(scenario)?;
+    let mut world = world::World::new(scenario, config, reloads)?;
+    world.on_progress(progress);
+    world.run();
+    let report = Report::of(&world, name);
+    Ok(Planned {
+        report,
+        tally: std::mem::take(&mut world.tally),
+    })
+}
+
+/// The configurations of the scenario's reload events, by event index.
+fn reloads(scenario: &Scenario) -> Result<HashMap<usize, Config>, PlanError> {
+    let mut reloads = HashMap::new();
+    for (index, timed) in scenario.events.iter().enumerate() {
+        if let scenario::Event::Reload(path) = &timed.event {
+            let config = config::load(path).map_err(|e| {
+                PlanError::Config(format!(
+                    "{}: the reload at {} s: {e}",
+                    scenario.origin, timed.at_s
+                ))
+            })?;
+            reloads.insert(index, config);
+        }
+    }
+    Ok(reloads)
+}
+
+/// A configuration file, or the embedded default; with the name the report gives it.
+fn configuration(path: Option<&PathBuf>) -> Result<(Config, String), String> {
+    match path {
+        Some(path) => config::load(path)
+            .map(|c| (c, path.display().to_string()))
+            .map_err(|e| e.to_string()),
+        None => Ok((
+            config::embedded_default(),
+            "the embedded default".to_string(),
+        )),
+    }
+}
+
+/// Runs `rasgk plan`: 0 when every phone that arrived is in service at the end, 1 when
+/// some are not, 2 when the plan cannot run.
+pub fn run(args: PlanArgs) -> ExitCode {
+    match run_plans(&args) {
+        Ok(all_served) => {
+            if all_served {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(error) => {
+            eprintln!("rasgk plan: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_plans(args: &PlanArgs) -> Result<bool, String> {
+    let scenario = Scenario::load(&args.scenario).map_err(|e| e.to_string())?;
+    let mut configs = vec![configuration(args.config.as_ref())?];
+    if let Some(other) = &args.compare {
+        configs.push(configuration(Some(other))?);
+    }
+    let started = std::time::Instant::now();
+    let bar = progress_bar(scenario.duration_s, configs.len());
+    let planned: Vec<Result<Planned, PlanError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = configs
+            .into_iter()
+            .map(|(config, name)| {
+                let scenario = &scenario;
+                let bar = bar.clone();
+                scope.spawn(move || {
+                    let mut last = 0.0;
+                    plan(scenario, config, &name, |at| {
+                        bar.inc((at - last) as u64);
+                        last = at;
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a plan does not panic"))
+            .collect()
+    });
+    bar.finish_and_clear();
+    let planned: Vec<Planned> = planned
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let json = match planned.as_slice() {
+        [one] => one.report.json(),
+        [a, b] => format!("{{\"a\":{},\"b\":{}}}", a.report.json(), b.report.json()),
+        _ => unreachable!("one or two configurations"),
+    };
+    let table = match planned.as_slice() {
+        [one] => one.report.table(),
+        [a, b] => format!("A: {}\nB: {}", a.report.table(), b.report.table()),
+        _ => unreachable!("one or two configurations"),
+    };
+    if args.json {
+        println!("{json}");
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    eprintln!(
+        "planned {} virtual seconds in {:.2} s of wall time",
+        scenario.duration_s,
+        started.elapsed().as_secs_f64()
+    );
+    if let Some(dir) = &args.report_dir {
+        write_report_dir(dir, &json, &planned).map_err(|e| format!("{}: {e}", dir.display()))?;
+        eprintln!("report written to {}", dir.display());
+    }
+    Ok(planned.iter().all(|p| p.report.without_service == 0))
+}
+
+/// The progress bar over virtual seconds (hidden when standard error is no terminal).
+fn progress_bar(duration_s: f64, plans: usize) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new((duration_s * plans as f64) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "planning {bar:40} {pos}/{len} virtual s ({elapsed})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+fn write_report_dir(dir: &std::path::Path, json: &str, planned: &[Planned]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("report.json"), format!("{json}\n"))?;
+    let _ = planned;
+    Ok(())
+}

@@ -1,0 +1,521 @@
+//! How the plan's simulated phones behave, as `rasgk storm`'s phones do: GRQ to the
+//! discovery address, RRQ at the C-LAN the GCF names, the RAS timer (the same request
+//! sent again after `timeout_ms`, doubling, at most 8 s; after `retries` the phone moves
+//! on), an RRJ's `altGKInfo` followed, keep-alives (lightweight RRQ) every half TTL,
+//! re-registration through the AGL of a gatekeeper-sent URQ, and in socket mode a socket
+//! at the C-LAN: a non-TTS phone connects after its RCF and, turned away, comes back after
+//! a back-off of 50 ms doubling to 2 s; a TTS phone takes the gatekeeper's connection.
+//!
+//! Two things the storm never meets, modelled as Avaya's phones behave (docs/rules.md
+//! §16): a phone that loses its registration without being told (a keep-alive rejected
+//! or unanswered) registers again through the AGL its last RCF gave, entry by entry, and
+//! only then with a GRQ; and a phone whose socket the gatekeeper closes without a URQ
+//! checks its registration at once with a lightweight RRQ.
+
+use std::net::SocketAddr;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::world::{micros, Micros, PhoneTimer, What, World};
+use crate::gatekeeper::ConnectionId;
+use crate::phone::{Answer, Phone};
+use crate::storm::Backoff;
+
+/// The RAS timer's longest wait.
+const MOST_WAIT: Micros = 8_000_000;
+
+/// A phone whose request slot is busy tries a keep-alive or a call again this much later.
+const BUSY_AGAIN: Micros = 1_000_000;
+
+/// A phone's signalling socket, as the phone sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Socket {
+    /// None (unregistered, or a TTS phone waiting for the gatekeeper's connection).
+    None,
+    /// A non-TTS phone is connecting (or waiting to try again).
+    Connecting,
+    /// Connected, waiting for the service frame.
+    Open(ConnectionId),
+    /// In service.
+    InService(ConnectionId),
+}
+
+/// What a phone's outstanding request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Grq,
+    Rrq,
+    KeepAlive,
+    /// A lightweight RRQ checking the registration after the socket closed.
+    Check,
+    Arq([u8; 16]),
+    Drq,
+}
+
+/// The request a phone waits for an answer to.
+#[derive(Debug, Clone)]
+struct Request {
+    kind: Kind,
+    to: SocketAddr,
+    datagram: Vec<u8>,
+    seq: u16,
+    attempt: u32,
+}
+
+/// One simulated phone.
+pub(super) struct SimPhone {
+    pub phone: Phone,
+    pub group: u16,
+    pub tts: bool,
+    extension: u32,
+    pub arrived: bool,
+    pub registered: bool,
+    /// The C-LAN's RAS address it is registered at.
+    pub clan: Option<SocketAddr>,
+    /// Its RCF's `callSignalAddress`: the C-LAN's listener.
+    pub call_signal_address: Option<SocketAddr>,
+    /// The AGL its last RCF gave.
+    agl: Vec<SocketAddr>,
+    /// AGL entries still to try in this registration, first first.
+    next: Vec<SocketAddr>,
+    ttl_s: u32,
+    request: Option<Request>,
+    generations: [u32; 5],
+    pub socket: Socket,
+    backoff: Backoff,
+    rng: ChaCha8Rng,
+    /// When its last RCF came, until its socket is in service.
+    rcf_at: Option<Micros>,
+    pub in_service: bool,
+    /// The event after which it lost service, until it is back.
+    lost_after: Option<usize>,
+    call: Option<[u8; 16]>,
+}
+
+impl SimPhone {
+    pub fn new(phone: Phone, group: u16, tts: bool, extension: u32, seed: u64) -> SimPhone {
+        SimPhone {
+            phone,
+            group,
+            tts,
+            extension,
+            arrived: false,
+            registered: false,
+            clan: None,
+            call_signal_address: None,
+            agl: Vec::new(),
+            next: Vec::new(),
+            ttl_s: 300,
+            request: None,
+            generations: [0; 5],
+            socket: Socket::None,
+            backoff: Backoff::default(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            rcf_at: None,
+            in_service: false,
+            lost_after: None,
+            call: None,
+        }
+    }
+
+    /// Moves a timer kind to its next generation: what was armed before is void.
+    pub fn bump(&mut self, timer: PhoneTimer) -> u32 {
+        let generation = &mut self.generations[timer as usize];
+        *generation = generation.wrapping_add(1);
+        *generation
+    }
+
+    /// A timer kind's generation.
+    pub fn generation(&self, timer: PhoneTimer) -> u32 {
+        self.generations[timer as usize]
+    }
+}
+
+impl World<'_> {
+    fn p(&mut self, phone: u32) -> &mut SimPhone {
+        &mut self.phones[phone as usize]
+    }
+
+    /// A phone arrives.
+    pub(super) fn arrive(&mut self, phone: u32) {
+        self.p(phone).arrived = true;
+        self.register_next(phone);
+    }
+
+    /// The next step of registering: an RRQ at the next AGL entry, or a GRQ.
+    fn register_next(&mut self, phone: u32) {
+        let p = self.p(phone);
+        if p.next.is_empty() {
+            let datagram = p.phone.grq();
+            let to = self.discovery;
+            self.send(phone, Kind::Grq, to, datagram);
+        } else {
+            let to = p.next.remove(0);
+            let datagram = p.phone.rrq();
+            self.send(phone, Kind::Rrq, to, datagram);
+        }
+    }
+
+    /// Sends a request and arms its RAS timer.
+    fn send(&mut self, phone: u32, kind: Kind, to: SocketAddr, datagram: Vec<u8>) {
+        let p = self.p(phone);
+        let seq = p.phone.last_seq();
+        p.request = Some(Request {
+            kind,
+            to,
+            datagram: datagram.clone(),
+            seq,
+            attempt: 0,
+        });
+        self.to_gatekeeper(phone, to, datagram);
+        let at = self.now + self.wait(0);
+        self.arm(phone, PhoneTimer::Request, at);
+    }
+
+    /// The RAS timer's wait before attempt `attempt + 1`.
+    fn wait(&self, attempt: u32) -> Micros {
+        let timeout = self.scenario.timeout_ms * 1000;
+        (timeout << attempt.min(6)).min(MOST_WAIT).max(timeout)
+    }
+
+    /// One of a phone's timers went off.
+    pub(super) fn timer(&mut self, phone: u32, timer: PhoneTimer) {
+        match timer {
+            PhoneTimer::Request => self.request_timed_out(phone),
+            PhoneTimer::Retry => {
+                if !self.p(phone).registered && self.p(phone).request.is_none() {
+                    self.register_next(phone);
+                }
+            }
+            PhoneTimer::KeepAlive => self.keep_alive(phone),
+            PhoneTimer::Connect => self.connect(phone),
+            PhoneTimer::Call => self.call(phone),
+        }
+    }
+
+    fn request_timed_out(&mut self, phone: u32) {
+        let retries = self.scenario.retries;
+        let Some(request) = self.p(phone).request.as_mut() else {
+            return;
+        };
+        if request.attempt < retries {
+            request.attempt += 1;
+            let (to, datagram, attempt) = (request.to, request.datagram.clone(), request.attempt);
+            self.tally.retransmissions += 1;
+            self.to_gatekeeper(phone, to, datagram);
+            let at = self.now + self.wait(attempt);
+            self.arm(phone, PhoneTimer::Request, at);
+            return;
+        }
+        let kind = request.kind;
+        self.p(phone).request = None;
+        match kind {
+            Kind::Grq | Kind::Rrq => self.register_next(phone),
+            Kind::KeepAlive | Kind::Check => self.recover(phone),
+            Kind::Arq(_) | Kind::Drq => self.next_call(phone),
+        }
+    }
+
+    /// A datagram from the gatekeeper.
+    pub(super) fn heard(&mut self, phone: u32, datagram: &[u8]) {
+        let Ok(answer) = Answer::read(datagram) else {
+            return;
+        };
+        if let Answer::Urq { seq, agl, .. } = &answer {
+            self.tally.urqs += 1;
+            let discovery = self.discovery;
+            let p = self.p(phone);
+            let ucf = p.phone.ucf(*seq);
+            let to = p.clan.unwrap_or(discovery);
+            p.phone.learn(&answer);
+            self.to_gatekeeper(phone, to, ucf);
+            if self.p(phone).registered || self.p(phone).request.is_some() {
+                self.unregistered(phone);
+                self.p(phone).next = agl.clone();
+                self.register_next(phone);
+            }
+            return;
+        }
+        let p = self.p(phone);
+        let Some(request) = p.request.as_ref().filter(|r| r.seq == answer.seq()) else {
+            return; // a late answer to an earlier request
+        };
+        let kind = request.kind;
+        let to = request.to;
+        p.request = None;
+        p.phone.learn(&answer);
+        self.disarm(phone, PhoneTimer::Request);
+        match (kind, answer) {
+            (
+                Kind::Grq,
+                Answer::Gcf {
+                    ras_address: Some(clan),
+                    ..
+                },
+            ) => {
+                let datagram = self.p(phone).phone.rrq();
+                self.send(phone, Kind::Rrq, clan, datagram);
+            }
+            (Kind::Grq, Answer::Grj { reason, .. }) => {
+                self.tally.reject(format!("GRJ {reason}"));
+                let at = self.now + self.scenario.timeout_ms * 1000;
+                self.arm(phone, PhoneTimer::Retry, at);
+            }
+            (
+                Kind::Rrq,
+                Answer::Rcf {
+                    call_signal_address,
+                    agl,
+                    time_to_live_s,
+                    ..
+                },
+            ) => self.registered(phone, to, call_signal_address, agl, time_to_live_s),
+            (
+                Kind::Rrq,
+                Answer::Rrj {
+                    reason, alternates, ..
+                },
+            ) => {
+                self.tally.reject(format!("RRJ {reason}"));
+                self.p(phone).next = alternates;
+                self.register_next(phone);
+            }
+            (Kind::KeepAlive | Kind::Check, Answer::Rcf { time_to_live_s, .. }) => {
+                let p = self.p(phone);
+                p.ttl_s = time_to_live_s.unwrap_or(p.ttl_s);
+                self.arm_keep_alive(phone);
+                let p = self.p(phone);
+                if kind == Kind::Check && !p.tts && p.socket == Socket::None {
+                    p.socket = Socket::Connecting;
+                    let wait = micros(p.backoff.next(&mut p.rng).as_secs_f64());
+                    self.arm(phone, PhoneTimer::Connect, self.now + wait);
+                }
+            }
+            (Kind::KeepAlive | Kind::Check, Answer::Rrj { reason, .. }) => {
+                self.tally.reject(format!("RRJ {reason}"));
+                self.recover(phone);
+            }
+            (Kind::Arq(call), Answer::Acf { .. }) => {
+                self.tally.calls += 1;
+                let scenario = self.scenario;
+                let p = self.p(phone);
+                p.call = Some(call);
+                let hold = micros(scenario.groups[p.group as usize].call_hold_s);
+                self.arm(phone, PhoneTimer::Call, self.now + hold);
+            }
+            (Kind::Arq(_), Answer::Arj { reason, .. }) => {
+                self.tally.reject(format!("ARJ {reason}"));
+                self.next_call(phone);
+            }
+            (Kind::Drq, _) => self.next_call(phone),
+            (Kind::Grq | Kind::Rrq, _) => self.register_next(phone),
+            _ => {}
+        }
+    }
+
+    /// An RCF from the C-LAN at `clan`.
+    fn registered(
+        &mut self,
+        phone: u32,
+        clan: SocketAddr,
+        call_signal_address: Option<SocketAddr>,
+        agl: Vec<SocketAddr>,
+        time_to_live_s: Option<u32>,
+    ) {
+        let now = self.now;
+        let p = self.p(phone);
+        p.registered = true;
+        p.clan = Some(clan);
+        p.call_signal_address = call_signal_address;
+        if !agl.is_empty() {
+            p.agl = agl;
+        }
+        p.next.clear();
+        p.ttl_s = time_to_live_s.unwrap_or(p.ttl_s);
+        p.rcf_at = Some(now);
+        p.backoff = Backoff::default();
+        let connect = !p.tts;
+        self.arm_keep_alive(phone);
+        if connect {
+            self.p(phone).socket = Socket::Connecting;
+            self.connect(phone);
+        }
+        self.next_call(phone);
+    }
+
+    fn arm_keep_alive(&mut self, phone: u32) {
+        let half_ttl = u64::from(self.p(phone).ttl_s) * 500_000;
+        self.arm(phone, PhoneTimer::KeepAlive, self.now + half_ttl.max(1));
+    }
+
+    fn keep_alive(&mut self, phone: u32) {
+        let p = self.p(phone);
+        if !p.registered {
+            return;
+        }
+        if p.request.is_some() {
+            self.arm(phone, PhoneTimer::KeepAlive, self.now + BUSY_AGAIN);
+            return;
+        }
+        let (Some(clan), Some(datagram)) = (p.clan, p.phone.keep_alive()) else {
+            return;
+        };
+        self.send(phone, Kind::KeepAlive, clan, datagram);
+    }
+
+    /// Its registration is gone (a URQ came, or it found out): no socket, no call, no
+    /// keep-alives.
+    fn unregistered(&mut self, phone: u32) {
+        let p = self.p(phone);
+        p.registered = false;
+        p.request = None;
+        p.call = None;
+        p.socket = Socket::None;
+        p.rcf_at = None;
+        self.service_lost(phone);
+        for timer in [
+            PhoneTimer::Request,
+            PhoneTimer::Retry,
+            PhoneTimer::KeepAlive,
+            PhoneTimer::Connect,
+            PhoneTimer::Call,
+        ] {
+            self.disarm(phone, timer);
+        }
+    }
+
+    /// Lost without being told: through the last AGL, then GRQ.
+    fn recover(&mut self, phone: u32) {
+        self.unregistered(phone);
+        let p = self.p(phone);
+        p.next = p.agl.clone();
+        self.register_next(phone);
+    }
+
+    /// A non-TTS phone's connection request leaves for its C-LAN.
+    fn connect(&mut self, phone: u32) {
+        let p = self.p(phone);
+        if !p.registered || p.socket != Socket::Connecting {
+            return;
+        }
+        let generation = p.generation(PhoneTimer::Connect);
+        self.at(self.now + self.latency, What::Syn { phone, generation });
+    }
+
+    /// The C-LAN reset the phone's connection: it tries again after a back-off.
+    pub(super) fn reset(&mut self, phone: u32, generation: u32) {
+        let p = self.p(phone);
+        if p.generation(PhoneTimer::Connect) != generation || !p.registered {
+            return;
+        }
+        if !matches!(p.socket, Socket::Connecting | Socket::Open(_)) {
+            return;
+        }
+        p.socket = Socket::Connecting;
+        let wait = micros(p.backoff.next(&mut p.rng).as_secs_f64());
+        self.arm(phone, PhoneTimer::Connect, self.now + wait);
+    }
+
+    /// The service frame came on connection `id`.
+    pub(super) fn in_service(&mut self, phone: u32, id: ConnectionId) {
+        let now = self.now;
+        let p = self.p(phone);
+        if p.socket != Socket::Open(id) {
+            return;
+        }
+        p.socket = Socket::InService(id);
+        p.in_service = true;
+        p.backoff = Backoff::default();
+        let tts = p.tts;
+        if let Some(rcf_at) = p.rcf_at.take() {
+            let took = now - rcf_at;
+            if tts {
+                self.tally.service_tts_us.push(took);
+            } else {
+                self.tally.service_other_us.push(took);
+            }
+        }
+        if let Some(event) = self.p(phone).lost_after.take() {
+            let back = now - micros(self.scenario.events[event].at_s);
+            self.tally.events[event].back_after_us.push(back);
+        }
+    }
+
+    /// The phone is out of service now (if it was in service).
+    fn service_lost(&mut self, phone: u32) {
+        let current = self.current_event;
+        let p = self.p(phone);
+        if !p.in_service {
+            return;
+        }
+        p.in_service = false;
+        if let Some(event) = current {
+            if p.lost_after != Some(event) {
+                p.lost_after = Some(event);
+                self.tally.events[event].lost += 1;
+            }
+        }
+    }
+
+    /// The gatekeeper closed connection `id` of the phone.
+    pub(super) fn socket_closed(&mut self, phone: u32, id: ConnectionId) {
+        let p = self.p(phone);
+        if !matches!(p.socket, Socket::Open(open) | Socket::InService(open) if open == id) {
+            return;
+        }
+        p.socket = Socket::None;
+        self.service_lost(phone);
+        let p = self.p(phone);
+        if p.registered && p.request.is_none() {
+            if let (Some(clan), Some(datagram)) = (p.clan, p.phone.keep_alive()) {
+                self.send(phone, Kind::Check, clan, datagram);
+            }
+        }
+    }
+
+    /// Arms the phone's next call, when its group places calls.
+    fn next_call(&mut self, phone: u32) {
+        let scenario = self.scenario;
+        let p = self.p(phone);
+        let per_hour = scenario.groups[p.group as usize].calls_per_hour;
+        if per_hour <= 0.0 || !p.registered {
+            return;
+        }
+        // Exponential gaps: calls at random, `per_hour` an hour on average.
+        let u: f64 = p.rng.random::<f64>();
+        let gap = -(1.0 - u).ln() * 3600.0 / per_hour;
+        self.arm(phone, PhoneTimer::Call, self.now + micros(gap));
+    }
+
+    /// Time to place a call, or to end the one in progress.
+    fn call(&mut self, phone: u32) {
+        let scenario = self.scenario;
+        let p = self.p(phone);
+        if !p.registered {
+            return;
+        }
+        if p.request.is_some() {
+            self.arm(phone, PhoneTimer::Call, self.now + BUSY_AGAIN);
+            return;
+        }
+        let Some(clan) = p.clan else {
+            return;
+        };
+        match p.call.take() {
+            Some(call) => {
+                if let Some(datagram) = p.phone.drq(call) {
+                    self.send(phone, Kind::Drq, clan, datagram);
+                }
+            }
+            None => {
+                let mut call = [0u8; 16];
+                p.rng.fill(&mut call);
+                let dial = format!("{}{}", scenario.groups[p.group as usize].dial, p.extension);
+                if let Some(datagram) = p.phone.arq(&dial, call) {
+                    self.send(phone, Kind::Arq(call), clan, datagram);
+                }
+            }
+        }
+    }
+}

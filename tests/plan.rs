@@ -1,0 +1,196 @@
+//! `rasgk plan`: the scenarios of fixtures/plan/ give byte-identical JSON run after run, and
+//! each shows what it is there to show (README, "Planning").
+
+use std::path::Path;
+use std::process::Command;
+
+use rasgk::config;
+use rasgk::plan::{self, Planned, Report, Scenario};
+
+fn scenario(name: &str) -> Scenario {
+    Scenario::load(&Path::new("fixtures/plan").join(name)).expect("the fixture reads")
+}
+
+fn lab() -> config::Config {
+    config::load(Path::new("fixtures/plan/lab.toml")).expect("the lab reads")
+}
+
+fn planned(name: &str, config: config::Config) -> Planned {
+    plan::plan(&scenario(name), config, "lab", |_| {}).expect("the plan runs")
+}
+
+fn clan<'a>(report: &'a Report, name: &str) -> &'a plan::report::ClanLine {
+    report
+        .clans
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no C-LAN {name} in {report:#?}"))
+}
+
+/// Nothing over a cap, every phone in service at the end.
+fn whole(report: &Report) {
+    for c in &report.clans {
+        assert!(
+            c.peak <= c.cap,
+            "{} peaked at {} over {}",
+            c.name,
+            c.peak,
+            c.cap
+        );
+    }
+    assert_eq!(report.arrived, report.phones, "{}", report.table());
+    assert_eq!(report.in_service, report.phones, "{}", report.table());
+    assert_eq!(report.without_service, 0, "{}", report.table());
+}
+
+#[test]
+fn the_same_inputs_give_byte_identical_json_run_after_run() {
+    let run = |scenario: &str, config: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rasgk"));
+        command.arg("plan").arg(scenario).arg("--json");
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
+        }
+        let out = command.output().expect("rasgk plan runs");
+        assert!(
+            out.status.success(),
+            "rasgk plan {scenario}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    for (scenario, config) in [
+        ("fixtures/plan/restart.toml", Some("fixtures/plan/lab.toml")),
+        ("fixtures/plan/clan-failure.toml", None),
+    ] {
+        let first = run(scenario, config);
+        let second = run(scenario, config);
+        assert!(first.len() > 1000, "{}", String::from_utf8_lossy(&first));
+        assert!(first == second, "{scenario}: two runs differ");
+        let report: serde_json::Value = serde_json::from_slice(&first).expect("valid JSON");
+        assert!(report["clans"].as_array().is_some_and(|c| !c.is_empty()));
+    }
+}
+
+#[test]
+fn a_morning_arrival_fills_every_region_without_a_cap_crossed_and_times_the_establishments() {
+    let report = planned("morning.toml", lab()).report;
+    whole(&report);
+    // Every RCF led to a socket, and each establishment took the lab's setup_ms (20 ms)
+    // at least.
+    let service = &report.time_to_service;
+    assert_eq!(service.tts.count, 750, "{}", report.table());
+    assert_eq!(service.non_tts.count, 2250, "{}", report.table());
+    assert!(service.tts.p50_ms >= 20.0, "{}", report.table());
+    assert!(service.non_tts.p50_ms >= 20.0, "{}", report.table());
+    assert!(report.traffic.calls > 1000, "{}", report.table());
+    // Region 1's 1,050 non-TTS phones fill its first class (960) before clan-1c.
+    assert_eq!(
+        clan(&report, "clan-1a").final_sockets,
+        480,
+        "{}",
+        report.table()
+    );
+    assert_eq!(
+        clan(&report, "clan-1b").final_sockets,
+        480,
+        "{}",
+        report.table()
+    );
+}
+
+#[test]
+fn a_clan_failure_moves_exactly_its_phones_and_nothing_moves_back_when_it_returns() {
+    let planned = planned("clan-failure.toml", config::embedded_default());
+    let report = &planned.report;
+    whole(report);
+    let trace = planned
+        .tally
+        .clans
+        .iter()
+        .find(|c| c.name == "clan-1a")
+        .expect("clan-1a traced");
+    let before = trace
+        .points
+        .iter()
+        .take_while(|&&(at, _)| at < 600.0)
+        .last()
+        .map(|&(_, sockets)| sockets)
+        .expect("sampled before the failure");
+    assert!(before > 300, "{}", report.table());
+    let failure = &report.events[0];
+    assert_eq!(failure.event, "clan-1a out of service");
+    assert_eq!(
+        failure.lost_service,
+        u64::from(before),
+        "{}",
+        report.table()
+    );
+    assert_eq!(failure.still_without, 0);
+    let all_back = failure.all_back_s.expect("every phone back");
+    assert!(all_back > 0.0 && all_back < 60.0, "{}", report.table());
+    assert!(failure.half_back_s <= failure.most_back_s);
+    // Back in service: Avaya does not rebalance, so nothing moves and clan-1a stays empty.
+    let back = &report.events[1];
+    assert_eq!(back.event, "clan-1a back in service");
+    assert_eq!(back.lost_service, 0, "{}", report.table());
+    assert_eq!(clan(report, "clan-1a").final_sockets, 0);
+}
+
+#[test]
+fn after_a_gatekeeper_restart_every_phone_is_back_through_its_agl() {
+    let report = planned("restart.toml", lab()).report;
+    whole(&report);
+    let restart = &report.events[0];
+    assert_eq!(restart.event, "gatekeeper restart");
+    assert_eq!(restart.lost_service, 2000, "{}", report.table());
+    assert_eq!(restart.back, 2000, "{}", report.table());
+    let all_back = restart.all_back_s.expect("every phone back");
+    // A thousand TTS set-ups of 20 ms, five at a time on each of seven C-LANs, take more
+    // than half a second; the phones' own recovery takes less than a minute.
+    assert!(all_back > 0.5 && all_back < 60.0, "{}", report.table());
+    // Each phone was in service twice: once after arriving, once after the restart.
+    assert_eq!(report.time_to_service.tts.count, 2000, "{}", report.table());
+    assert_eq!(
+        report.time_to_service.non_tts.count,
+        2000,
+        "{}",
+        report.table()
+    );
+}
+
+#[test]
+fn a_region_without_clans_is_served_by_its_direct_neighbour() {
+    let report = planned("no-clans-region.toml", lab()).report;
+    whole(&report);
+    let kiosk = report
+        .regions
+        .iter()
+        .find(|r| r.region == 4)
+        .expect("region 4");
+    assert_eq!(kiosk.phones, 300);
+    assert_eq!(kiosk.at_home, 0);
+    assert_eq!(kiosk.spilled_to.get(&2), Some(&300), "{}", report.table());
+    let branch = report
+        .regions
+        .iter()
+        .find(|r| r.region == 2)
+        .expect("region 2");
+    assert_eq!(branch.taken_from.get(&4), Some(&300), "{}", report.table());
+}
+
+#[test]
+fn an_event_naming_an_unknown_clan_stops_the_plan_with_its_time_and_name() {
+    let text = "duration_s = 60\n[[group]]\ncount = 1\nregion = 1\n\
+                [[event]]\nat_s = 30\nout_of_service = \"clan-9z\"\n";
+    let scenario = Scenario::from_toml(text, "x.toml", Path::new(".")).unwrap();
+    let error = plan::plan(&scenario, config::embedded_default(), "default", |_| {})
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("x.toml: event at 30 s (clan-9z out of service)")
+            && error.contains("\"clan-9z\""),
+        "{error}"
+    );
+}
