@@ -70,17 +70,24 @@ fn clans(served: &Served) -> [(u64, u64); 2] {
     [of("r-a"), of("r-b")]
 }
 
-/// The value of a `/metrics` series without labels, or the sum of a labelled one.
+/// The sum of a `/metrics` series' samples (one without labels: its value), read with a
+/// Prometheus text-format parser; the series must be there, typed counter or gauge.
 fn metric(served: &Served, name: &str) -> f64 {
     let (status, text) = http_get(served.admin, "/metrics").expect("/metrics answers");
     assert_eq!(status, 200);
-    text.lines()
-        .filter(|line| {
-            line.strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+        .expect("/metrics parses");
+    let values: Vec<f64> = scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == name)
+        .map(|s| match &s.value {
+            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => *v,
+            other => panic!("{name}: {other:?}"),
         })
-        .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
+        .collect();
+    assert!(!values.is_empty(), "no {name} in /metrics");
+    values.iter().sum()
 }
 
 /// Polls `done` every 50 ms until it holds; panics with `what` after `limit`.
@@ -214,6 +221,10 @@ fn a_clan_back_in_service_refills_only_with_rebalancing_and_at_its_rate() {
             );
         }
     }
+    eprintln!(
+        "rebalancing: {moves} moves ({needed} needed) {converged:?} after the SIGHUP, {} reads",
+        samples.len()
+    );
     // And not much slower than the rate allows.
     let least = Duration::from_secs_f64((needed - 1.0) / MOVES_PER_S);
     assert!(converged >= least, "{converged:?} < {least:?}");
