@@ -159,6 +159,11 @@ fn every_key_is_read() {
     );
     assert_eq!(limits.reflection_ratio, 4);
     assert_eq!(limits.max_frame_octets, 4096);
+    let rebalance = c.rebalance.expect("[rebalance] enabled");
+    assert_eq!(rebalance.tolerance, 12);
+    assert_eq!(rebalance.moves_per_s, 0.25);
+    assert_eq!(rebalance.hold_off, Duration::from_secs(900));
+    assert_eq!(rebalance.interval(), Duration::from_secs(4));
     assert_eq!(
         (c.agl.max, c.agl.home, c.agl.direct, c.agl.indirect),
         (128, 100, 20, 8)

@@ -3,7 +3,8 @@
 //! the page. The page's C-LAN bars must show what `/api/clans` says, and follow it — in the
 //! same page, without a reload — when more phones register; its events list must show the
 //! registrations it was sent (an Avaya phone's with its MAC address); a C-LAN over its
-//! `warn_sockets` is marked, and unmarked when its phones leave.
+//! `warn_sockets` is marked, and unmarked when its phones leave. With `[rebalance]`, its
+//! *Rebalancing* panel counts the moves and shows the last one.
 
 mod support;
 
@@ -349,4 +350,99 @@ fn the_dashboard_follows_the_clans_without_a_reload() {
     let (_, metrics) = http_get(served.admin, "/metrics").expect("/metrics answers");
     assert!(metrics.contains("\nrasgk_clans_warning 0\n"));
     eprintln!("dashboard test: {:?} in all", started.elapsed());
+}
+
+/// `[rebalance]` on the page: three phones moved off a crowded C-LAN are counted in the
+/// *Rebalancing* panel (with the last move) and listed as `rebalanced` events, as
+/// `/api/rebalance` and `/metrics` count them. On 127.0.80.2.
+#[test]
+fn the_dashboard_shows_rebalancing_moves() {
+    let Some(chromium) = require_chromium("the_dashboard_shows_rebalancing_moves") else {
+        return;
+    };
+    // gcf_hold_s is long, so the places held for the moved phones (which do not answer
+    // their URQ here) stay counted and the moves stop at three.
+    let config = r#"
+        [gatekeeper]
+        discovery = "127.0.80.2:1719"
+        seed = 80
+        gcf_hold_s = 600
+        [admin]
+        listen = "127.0.80.2:7000"
+        [rebalance]
+        tolerance = 1
+        moves_per_s = 20
+        [[region]]
+        id = 1
+        networks = ["127.1.0.0/16"]
+        [[clan]]
+        name = "m-a"
+        region = 1
+        address = "127.0.80.21:1719"
+        in_service = false
+        [[clan]]
+        name = "m-b"
+        region = 1
+        address = "127.0.80.22:1719"
+    "#;
+    let path = std::env::temp_dir().join(format!("rasgk-dashboard-{}.toml", std::process::id()));
+    std::fs::write(&path, config).unwrap();
+    let admin = addr("127.0.80.2:7000");
+    let served = Served::start(&["--config", path.to_str().unwrap()], admin);
+    let mut phones: Vec<UdpPhone> = (1..=6)
+        .map(|n| {
+            UdpPhone::bind(Phone::extension(
+                61_000 + u32::from(n),
+                SocketAddr::from(([127, 1, 80, n], 0)),
+            ))
+        })
+        .collect();
+    for p in &mut phones {
+        match p.register(addr("127.0.80.2:1719")) {
+            (_, Some(Answer::Rcf { .. })) => {}
+            other => panic!("not registered: {other:?}"),
+        }
+    }
+    let mut page = Browser::open(&chromium, &format!("http://{admin}/"));
+    page.wait_until(
+        "the page to draw its C-LANs",
+        "document.querySelectorAll('[data-clan]').length === 2",
+    );
+    page.wait_until(
+        "the panel to say rebalancing is on",
+        "document.getElementById('rebalance').dataset.enabled === 'true' && \
+         document.getElementById('rebalance-state').textContent.includes('tolerance 1')",
+    );
+    // m-a back in service: m-b's 6 against 0 moves three phones (6 → 3, 3 held for them).
+    let (status, _) = support::server::http_request(
+        admin,
+        "POST",
+        "/api/clans/m-a/service",
+        None,
+        r#"{"in_service": true}"#,
+    );
+    assert_eq!(status, 200);
+    page.wait_until(
+        "the panel to count three moves",
+        "document.getElementById('rebalance').dataset.moves === '3'",
+    );
+    page.wait_until(
+        "the last move on the panel",
+        "document.getElementById('rebalance-last').textContent.includes('m-b → m-a')",
+    );
+    page.wait_until(
+        "three rebalanced events",
+        "document.querySelectorAll('#events [data-type=\"rebalanced\"]').length === 3 && \
+         [...document.querySelectorAll('#events [data-type=\"rebalanced\"]')]\
+         .every(e => e.textContent.includes('moved off m-b towards m-a'))",
+    );
+    let view = served.get_json("/api/rebalance");
+    assert_eq!(view["moves"], 3, "{view}");
+    let (_, metrics) = http_get(admin, "/metrics").expect("/metrics answers");
+    assert!(
+        metrics.contains("\nrasgk_rebalance_moves_total{clan=\"m-b\"} 3\n"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("\nrasgk_rebalance_enabled 1\n"));
+    let _ = std::fs::remove_file(&path);
 }

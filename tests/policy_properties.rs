@@ -144,6 +144,7 @@ fn topology() -> impl Strategy<Value = Config> {
                         route_patterns: Vec::new(),
                         passwords: Vec::new(),
                         limits: rasgk::config::Limits::default(),
+                        rebalance: None,
                     }
                 },
             )

@@ -219,6 +219,14 @@ impl Calls {
         }
     }
 
+    /// Does an endpoint hold a call?
+    pub fn has_calls_of(&self, endpoint: u64) -> bool {
+        self.calls
+            .range((endpoint, [0; 16])..=(endpoint, [0xFF; 16]))
+            .next()
+            .is_some()
+    }
+
     /// Every call in progress, by endpoint and `callIdentifier`.
     pub fn iter(&self) -> impl Iterator<Item = (&CallKey, &ActiveCall)> {
         self.calls.iter()

@@ -232,6 +232,14 @@ impl TrunkMembers {
         }
     }
 
+    /// Does an endpoint hold a call routed to a member?
+    pub fn has_calls_of(&self, endpoint: u64) -> bool {
+        self.calls
+            .range((endpoint, [0; 16])..=(endpoint, [0xFF; 16]))
+            .next()
+            .is_some()
+    }
+
     /// Every call routed to a member, by calling endpoint and `callIdentifier`.
     pub fn calls(&self) -> impl Iterator<Item = (&CallKey, &MemberCall)> {
         self.calls.iter()

@@ -14,11 +14,11 @@ use ipnet::IpNet;
 use super::error::Fault;
 use super::file::{
     AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LimitsFile, LinkFile, PasswordFile,
-    RegionFile, TtsFile,
+    RebalanceFile, RegionFile, TtsFile,
 };
 use super::model::{
     AdminSettings, AglQuotas, AliasPassword, Clan, Config, GatekeeperSettings, Limits, Link,
-    Region, RegionId, SocketMode, TtsRule,
+    Rebalance, Region, RegionId, SocketMode, TtsRule,
 };
 
 /// Region numbers allowed (docs/rules.md §1: "a number from 1 to 2000").
@@ -29,6 +29,10 @@ const MAX_GATEKEEPER_ID: usize = 128;
 const MAX_AGL: usize = 128;
 /// How many region numbers an "is not defined" message lists before it stops.
 const LISTED_REGIONS: usize = 20;
+/// `[rebalance] moves_per_s`: from one move in 1,000 s to 1,000 moves a second.
+const MOVES_PER_S: std::ops::RangeInclusive<f64> = 0.001..=1000.0;
+/// The longest `[rebalance] hold_off_s`: a week.
+const MAX_HOLD_OFF_S: i64 = 7 * 24 * 3600;
 
 /// The checked configuration of a parsed file.
 pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
@@ -52,6 +56,12 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
     let admin = admin(&file.admin)?;
     let passwords = passwords(&file.password)?;
     let limits = limits(&file.limits)?;
+    let rebalance = file
+        .rebalance
+        .as_ref()
+        .map(rebalance)
+        .transpose()?
+        .flatten();
     let routing = super::routing::routing(
         &file.node,
         &file.trunk,
@@ -75,6 +85,7 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
         route_patterns: routing.route_patterns,
         passwords,
         limits,
+        rebalance,
     })
 }
 
@@ -593,6 +604,55 @@ fn limits(limits: &LimitsFile) -> Result<Limits, Fault> {
     })
 }
 
+/// `[rebalance]`, checked even when `enabled = false` (so that switching it on later cannot
+/// fail); `None` when it is switched off.
+fn rebalance(table: &RebalanceFile) -> Result<Option<Rebalance>, Fault> {
+    let tolerance = u32::try_from(table.tolerance)
+        .ok()
+        .filter(|&tolerance| tolerance >= 1)
+        .ok_or_else(|| {
+            Fault::new(
+                "rebalance.tolerance",
+                format!(
+                    "is {}; it must be at least 1 (and at most {}): how many sockets a \
+                     C-LAN may stand above the lightest of its class",
+                    table.tolerance,
+                    u32::MAX
+                ),
+            )
+        })?;
+    if !MOVES_PER_S.contains(&table.moves_per_s) {
+        return Err(Fault::new(
+            "rebalance.moves_per_s",
+            format!(
+                "is {}; it must be more than 0: from {} to {} moves a second (0.5 is one move \
+                 every 2 s)",
+                table.moves_per_s,
+                MOVES_PER_S.start(),
+                MOVES_PER_S.end()
+            ),
+        ));
+    }
+    let hold_off_s = u64::try_from(table.hold_off_s)
+        .ok()
+        .filter(|&seconds| seconds <= MAX_HOLD_OFF_S as u64)
+        .ok_or_else(|| {
+            Fault::new(
+                "rebalance.hold_off_s",
+                format!(
+                    "is {}; it must be 0 to {MAX_HOLD_OFF_S} seconds (a week): how long a \
+                     phone moved is left where it went",
+                    table.hold_off_s
+                ),
+            )
+        })?;
+    Ok(table.enabled.then_some(Rebalance {
+        tolerance,
+        moves_per_s: table.moves_per_s,
+        hold_off: Duration::from_secs(hold_off_s),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::config::{from_toml, ClanKind, ConfigError, LinkKind};
@@ -732,6 +792,45 @@ mod tests {
         let e = refused(&format!("{many}[gatekeeper]\ndefault_region = 9\n"));
         assert!(e.reason.contains("… 53 in all"), "{e}");
         assert!(e.reason.len() < 200, "{e}");
+    }
+
+    #[test]
+    fn rebalance_values_are_checked_and_named() {
+        let config = with("[rebalance]\ntolerance = 2\nmoves_per_s = 0.5\n").expect("valid");
+        let rebalance = config.rebalance.expect("on");
+        assert_eq!(rebalance.tolerance, 2);
+        assert_eq!(rebalance.hold_off.as_secs(), 600);
+        assert_eq!(rebalance.interval().as_secs(), 2);
+        let off = "[rebalance]\nenabled = false\ntolerance = 2\nmoves_per_s = 1\n";
+        assert_eq!(with(off).expect("valid").rebalance, None);
+        for (table, field) in [
+            ("tolerance = 0\nmoves_per_s = 1", "rebalance.tolerance"),
+            ("tolerance = -3\nmoves_per_s = 1", "rebalance.tolerance"),
+            (
+                "tolerance = 5000000000\nmoves_per_s = 1",
+                "rebalance.tolerance",
+            ),
+            ("tolerance = 1\nmoves_per_s = 0", "rebalance.moves_per_s"),
+            ("tolerance = 1\nmoves_per_s = -1.5", "rebalance.moves_per_s"),
+            ("tolerance = 1\nmoves_per_s = nan", "rebalance.moves_per_s"),
+            ("tolerance = 1\nmoves_per_s = inf", "rebalance.moves_per_s"),
+            (
+                "tolerance = 1\nmoves_per_s = 1\nhold_off_s = -1",
+                "rebalance.hold_off_s",
+            ),
+            (
+                "tolerance = 1\nmoves_per_s = 1\nhold_off_s = 99999999",
+                "rebalance.hold_off_s",
+            ),
+            // Checked while switched off, too.
+            (
+                "enabled = false\ntolerance = 0\nmoves_per_s = 1",
+                "rebalance.tolerance",
+            ),
+        ] {
+            let e = refused(&format!("[rebalance]\n{table}\n"));
+            assert_eq!(e.field, field, "{table}: {e}");
+        }
     }
 
     #[test]

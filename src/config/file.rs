@@ -4,7 +4,8 @@
 //! addresses and networks stay text and region numbers stay wide integers, so that
 //! [`super::convert`] can refuse them with a message naming the field. Every default lives in
 //! a named function below, and the tables that may be left out (`[gatekeeper]`, `[agl]`,
-//! `[admin]`) take the same functions through their `Default`.
+//! `[admin]`) take the same functions through their `Default`; `[rebalance]` left out is
+//! `None`, rebalancing off.
 
 use serde::Deserialize;
 
@@ -42,6 +43,22 @@ pub(crate) struct FileConfig {
     pub password: Vec<PasswordFile>,
     #[serde(default)]
     pub limits: LimitsFile,
+    /// No default: without the table nobody is moved.
+    #[serde(default)]
+    pub rebalance: Option<RebalanceFile>,
+}
+
+/// `[rebalance]`. Numbers stay wide here so that convert can refuse a negative or oversized
+/// one with a message naming the key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RebalanceFile {
+    #[serde(default = "default_rebalance_enabled")]
+    pub enabled: bool,
+    pub tolerance: i64,
+    pub moves_per_s: f64,
+    #[serde(default = "default_rebalance_hold_off_s")]
+    pub hold_off_s: i64,
 }
 
 /// `[[password]]`.
@@ -413,6 +430,12 @@ fn default_keepalive_s() -> u32 {
 fn default_clan_signal_port() -> u16 {
     1720
 }
+fn default_rebalance_enabled() -> bool {
+    true
+}
+fn default_rebalance_hold_off_s() -> i64 {
+    600
+}
 
 #[cfg(test)]
 mod tests {
@@ -444,6 +467,17 @@ mod tests {
         assert_eq!(limits.max_reservations, 100_000);
         assert_eq!(limits.max_cached_replies, 200_000);
         assert_eq!(limits.reflection_ratio, 3);
+        assert!(file.rebalance.is_none(), "no [rebalance]: nobody is moved");
+    }
+
+    #[test]
+    fn a_rebalance_table_is_on_with_a_ten_minute_hold_off() {
+        let file: FileConfig = toml::from_str("[rebalance]\ntolerance = 3\nmoves_per_s = 2\n")
+            .expect("an integer rate parses as a number");
+        let rebalance = file.rebalance.expect("the table");
+        assert!(rebalance.enabled);
+        assert_eq!((rebalance.tolerance, rebalance.hold_off_s), (3, 600));
+        assert_eq!(rebalance.moves_per_s, 2.0);
     }
 
     #[test]

@@ -69,6 +69,9 @@ mod tests {
         assert_eq!(config.trunks.len(), 2);
         assert_eq!(config.route_patterns[0].pattern, "9.!");
         assert_eq!(embedded_default().trunks.len(), 0);
+        let rebalance = config.rebalance.expect("the uncommented [rebalance] is on");
+        assert_eq!((rebalance.tolerance, rebalance.moves_per_s), (10, 2.0));
+        assert_eq!(embedded_default().rebalance, None, "off as shipped");
     }
 
     #[test]

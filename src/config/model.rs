@@ -44,6 +44,31 @@ pub struct Config {
     pub passwords: Vec<AliasPassword>,
     /// `[limits]`.
     pub limits: Limits,
+    /// `[rebalance]`: moving phones off a crowded C-LAN (docs/rules.md §9.2); `None` (no
+    /// table, or `enabled = false`) is Avaya's behaviour: nobody is moved.
+    pub rebalance: Option<Rebalance>,
+}
+
+/// `[rebalance]`: when one C-LAN carries more than `tolerance` above the least loaded
+/// available C-LAN of its region and priority class, phones are moved off it one at a time
+/// (docs/rules.md §9.2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rebalance {
+    /// How far (sockets and reservations) a C-LAN may stand above the lightest of its class
+    /// before a phone is moved off it, ≥ 1.
+    pub tolerance: u32,
+    /// Moves a second at most, 0.001..=1000 (fractional: 0.5 is one move every 2 s).
+    pub moves_per_s: f64,
+    /// A phone moved is not moved again for this long.
+    pub hold_off: Duration,
+}
+
+impl Rebalance {
+    /// The least time between two moves: 1/`moves_per_s`, rounded up to the nanosecond so
+    /// that no window of one second ever holds more than `moves_per_s` moves.
+    pub fn interval(&self) -> Duration {
+        Duration::from_nanos((1e9 / self.moves_per_s).ceil() as u64)
+    }
 }
 
 /// `[[password]]`: an alias and its secret, each 1..=127 characters of the BMP without NUL

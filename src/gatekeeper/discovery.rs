@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use super::topology::ClanIdx;
 use super::{policy, Gatekeeper, Reply, Reservation, Timer};
 use crate::ras::reply::{self, GrjReason};
 use crate::ras::Discovery;
@@ -96,6 +97,18 @@ impl Gatekeeper {
             let address = self.config.clans[clan].address;
             return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
         }
+        self.hold_place(now, from, clan);
+        tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF");
+        let address = self.config.clans[clan].address;
+        Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()))
+    }
+
+    /// Reserves a place on `clan` for `source` for `gcf_hold_s` (docs/rules.md §4.3), replacing
+    /// any reservation it held: for a GCF, and for a phone rebalancing moves
+    /// (docs/rules.md §9.2). When the table is full, the reservation that runs out first
+    /// makes room.
+    pub(super) fn hold_place(&mut self, now: Instant, source: SocketAddr, clan: ClanIdx) {
+        self.release_reservation(source);
         if self.reservations.len() >= self.config.limits.max_reservations {
             // Full: the reservation that runs out first makes room (see `reservations`).
             if let Some(oldest) = self.reservations.oldest() {
@@ -106,16 +119,13 @@ impl Gatekeeper {
         self.loads.reserve(clan);
         let expires = now + Duration::from_secs(u64::from(self.config.gatekeeper.gcf_hold_s));
         self.reservations.insert(
-            from,
+            source,
             Reservation {
                 clan,
                 expires,
                 made: now,
             },
         );
-        self.arm(expires, Timer::Reservation(from));
-        tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF");
-        let address = self.config.clans[clan].address;
-        Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()))
+        self.arm(expires, Timer::Reservation(source));
     }
 }

@@ -1,5 +1,5 @@
 //! What happened, for people watching: registrations, unregistrations, expiries, rejects,
-//! C-LAN changes and `warn_sockets` warnings, as a bounded queue the server drains after each call into the core and
+//! C-LAN changes, `warn_sockets` warnings and rebalancing moves, as a bounded queue the server drains after each call into the core and
 //! streams on the admin port (`/api/events`).
 
 use std::collections::VecDeque;
@@ -26,6 +26,8 @@ pub enum Ending {
     Reregistered,
     /// A configuration reload removed its C-LAN or region (gatekeeper-sent URQ).
     Reconfigured,
+    /// Rebalancing moved it off a crowded C-LAN (gatekeeper-sent URQ, docs/rules.md §9.2).
+    Rebalanced,
 }
 
 /// One thing that happened.
@@ -102,6 +104,18 @@ pub enum Event {
         clan: String,
         /// The new cap.
         max_sockets: u32,
+    },
+    /// Rebalancing moved a phone (docs/rules.md §9.2): a gatekeeper-sent URQ whose AGL leads
+    /// with the lighter C-LAN, where a place is reserved for it.
+    Rebalanced {
+        /// Its `endpointIdentifier` (the registration the URQ ended).
+        endpoint_id: String,
+        /// Its first alias, if any.
+        alias: Option<String>,
+        /// The C-LAN it was moved off.
+        from: String,
+        /// The C-LAN it was sent to.
+        to: String,
     },
     /// A C-LAN's load reached its `warn_sockets` (`warning: true`), or fell back below it
     /// by the hysteresis (`false`); once per crossing (`gatekeeper::warnings`).

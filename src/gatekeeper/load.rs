@@ -48,6 +48,9 @@ pub struct Loads {
     /// The `warn_sockets` thresholds and the warnings standing (none until
     /// [`Loads::set_warnings`]).
     warnings: Warnings,
+    /// Counts every change, so that a reader can tell cheaply whether anything moved since
+    /// it last looked (rebalancing, [`super::rebalance`]).
+    generation: u64,
 }
 
 impl Loads {
@@ -131,7 +134,13 @@ impl Loads {
         }
     }
 
+    /// How many changes there have been: equal on two reads, nothing changed between them.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     fn change(&mut self, idx: ClanIdx, f: impl FnOnce(&mut ClanLoad)) {
+        self.generation += 1;
         self.unindex(idx);
         f(&mut self.clans[idx]);
         self.index(idx);

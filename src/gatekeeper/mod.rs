@@ -4,6 +4,7 @@
 //!   datagram (now, local, from) ──▶ Gatekeeper::handle ──▶ Vec<Transmit> (local, to, octets)
 //!   clock reaches poll_timeout() ──▶ Gatekeeper::handle_timeout ──▶ Vec<Transmit>
 //!   admin (in/out of service, cap) ──▶ Gatekeeper::set_in_service / set_cap
+//!   loads changed, [rebalance] on  ──▶ a check armed in poll_timeout ──▶ one move a check
 //!   admin queries                  ──▶ Gatekeeper::snapshot
 //! ```
 //!
@@ -15,8 +16,9 @@
 //! expire (a heap of their deadlines, apart from the other timers), GCF reservations
 //! (one per RAS source, at most `[limits] max_reservations`), the retransmission cache
 //! ([`retransmit`]), gatekeeper-sent URQs waiting for their UCF, TTS phones waiting for a
-//! socket, outbound trunk calls in progress ([`crate::calls`]) and the per-source rate limit
-//! ([`rate_limit`]). The rules themselves are the pure functions of [`policy`].
+//! socket, outbound trunk calls in progress ([`crate::calls`]), the per-source rate limit
+//! ([`rate_limit`]) and, with `[rebalance]`, when to look for a crowded C-LAN next and which
+//! phones were moved lately ([`rebalance`]). The rules themselves are the pure functions of [`policy`].
 //!
 //! Bad input (docs/rules.md §12) stops in [`Gatekeeper::handle`]: a source over its rate is
 //! dropped unread, an oversized or undecodable datagram is counted by what was wrong with it
@@ -35,6 +37,7 @@ pub mod load;
 mod passwords;
 pub mod policy;
 pub mod rate_limit;
+pub mod rebalance;
 mod registration;
 pub mod registry;
 mod reload;
@@ -65,6 +68,7 @@ use events::{Ending, Event, EventQueue};
 use expiries::Expiries;
 use load::{ClanLoad, Loads};
 use rate_limit::RateLimit;
+use rebalance::Rebalancer;
 use registry::Registry;
 use reservations::Reservations;
 use retransmit::RetransmitCache;
@@ -73,6 +77,7 @@ use stats::BadDatagram;
 use topology::{ClanIdx, Topology};
 
 pub use calls_view::{CallView, TrunkNodeView, TrunkView};
+pub use rebalance::{RebalanceMove, RebalanceView};
 pub use reload::Reloaded;
 pub use signalling::{Closing, Command, ConnectionId, Refusal, SocketState, SocketStats};
 pub use snapshot::{ClanView, Placement, RegionView, RegistrationView, Snapshot};
@@ -263,6 +268,8 @@ pub struct Gatekeeper {
     wall: (Instant, Duration),
     /// Socket mode's connections, establishments and counters (inert in count mode).
     signalling: Signalling,
+    /// `[rebalance]`: when the next check is due and who is held off (inert when off).
+    rebalance: Rebalancer,
 }
 
 impl Gatekeeper {
@@ -293,6 +300,7 @@ impl Gatekeeper {
         let retransmits = RetransmitCache::new(config.limits.max_cached_replies);
         let rate_limit = RateLimit::new(&config.limits);
         let signalling = Signalling::new(config.clans.iter().map(Clan::signal_address));
+        let rebalance = Rebalancer::new(config.rebalance);
         Ok(Gatekeeper {
             loaded: config.clone(),
             config,
@@ -320,6 +328,7 @@ impl Gatekeeper {
             passwords,
             wall,
             signalling,
+            rebalance,
         })
     }
 
@@ -445,7 +454,9 @@ impl Gatekeeper {
             Request::FullRegistration(rrq) => Incoming::FullRegistration(rrq),
             Request::Message(message) => Incoming::Message(message),
         };
-        self.respond(now, local, from, incoming, datagram, checked)
+        let out = self.respond(now, local, from, incoming, datagram, checked);
+        self.notice_loads(now);
+        out
     }
 
     /// A datagram that is no RAS message: counted by kind, answered with XRS when its
@@ -479,7 +490,9 @@ impl Gatekeeper {
         message: &RasMessage,
         datagram: &[u8],
     ) -> Vec<Transmit> {
-        self.respond(now, local, from, Incoming::Message(message), datagram, None)
+        let out = self.respond(now, local, from, Incoming::Message(message), datagram, None);
+        self.notice_loads(now);
+        out
     }
 
     /// The address replies leave from: the discovery socket for multicast requests.
@@ -607,7 +620,11 @@ impl Gatekeeper {
                 self.unregistration_request(now, from, urq).map(Reply::from)
             }
             RasMessage::admissionRequest(arq) => self.admission_request(from, arq).map(Reply::from),
-            RasMessage::disengageRequest(drq) => self.disengage_request(from, drq).map(Reply::from),
+            RasMessage::disengageRequest(drq) => {
+                // A call that ends may let rebalancing move its phone.
+                self.wake_rebalance(now);
+                self.disengage_request(from, drq).map(Reply::from)
+            }
             RasMessage::bandwidthRequest(brq) => self.bandwidth_request(from, brq).map(Reply::from),
             RasMessage::infoRequestResponse(irr) => {
                 self.info_request_response(from, irr).map(Reply::from)
@@ -838,6 +855,7 @@ impl Gatekeeper {
             self.retransmits.next_expiry(),
             self.tts_retry_at,
             self.signalling.next_timer(),
+            self.rebalance.due(),
         ]
         .into_iter()
         .flatten()
@@ -845,7 +863,8 @@ impl Gatekeeper {
     }
 
     /// Expires what is due at `now`: reservations, registrations, cached replies; sends URQs
-    /// again; tries TTS phones without a socket again.
+    /// again; tries TTS phones without a socket again; with `[rebalance]`, looks for a
+    /// crowded C-LAN when a check is due (docs/rules.md §9.2).
     pub fn handle_timeout(&mut self, now: Instant) -> Vec<Transmit> {
         let mut out = Vec::new();
         self.retransmits.expire(now);
@@ -905,6 +924,10 @@ impl Gatekeeper {
             self.place_pending_tts(now);
         }
         self.socket_timeouts(now);
+        // Last, on the loads as the expiries above left them.
+        self.notice_loads(now);
+        out.extend(self.rebalance_due(now));
+        self.notice_loads(now);
         out
     }
 
@@ -965,8 +988,8 @@ impl Gatekeeper {
 
     /// Takes a C-LAN out of service or back into service (docs/rules.md §9.1, §9.2). Out of
     /// service: its reservations are dropped and each phone with a socket on it is unregistered
-    /// with a gatekeeper-sent URQ carrying its new AGL; its load drops to 0. Back in service: no
-    /// rebalancing.
+    /// with a gatekeeper-sent URQ carrying its new AGL; its load drops to 0. Back in service:
+    /// no phone is moved to it, unless `[rebalance]` is on (a check is armed).
     pub fn set_in_service(
         &mut self,
         now: Instant,
@@ -983,10 +1006,13 @@ impl Gatekeeper {
             in_service,
         });
         tracing::info!(clan = %self.config.clans[clan].name, in_service, "C-LAN state changed");
-        if in_service {
-            return Vec::new();
-        }
-        self.drain_clan(now, clan)
+        let out = if in_service {
+            Vec::new()
+        } else {
+            self.drain_clan(now, clan)
+        };
+        self.notice_loads(now);
+        out
     }
 
     /// Drops a C-LAN's reservations and unregisters each phone with a socket on it by a
@@ -1084,6 +1110,7 @@ impl Gatekeeper {
         let registration = self
             .unregister(now, key, Ending::Admin)
             .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
+        self.notice_loads(now);
         Ok(self
             .send_urq(
                 now,
@@ -1096,9 +1123,11 @@ impl Gatekeeper {
     }
 
     /// Changes a C-LAN's cap. A cap below the load stops new work on it until the load falls;
-    /// no phone is dropped.
+    /// no phone is dropped. A higher cap may make room for rebalancing (checked at the latest
+    /// instant the core was given).
     pub fn set_cap(&mut self, clan: ClanIdx, cap: u32) {
         self.loads.set_cap(clan, cap);
+        self.notice_loads_untimed();
         self.config.clans[clan].max_sockets = cap.max(1);
         self.events.push(Event::ClanCap {
             clan: self.clan_name(clan),

@@ -23,6 +23,8 @@
 //! - Regions, links, TTS rules, AGL quotas, passwords and the other `[gatekeeper]` keys
 //!   take effect for what comes next (a registered phone keeps its region and AGL until it
 //!   registers again). A new configuration without `seed` keeps the running one.
+//! - `[rebalance]` applies at once: switched on, a check runs now; switched off, no timer is
+//!   left. Phones held off stay held off (by the new `hold_off_s` only when moved again).
 
 use std::time::Instant;
 
@@ -180,6 +182,10 @@ impl Gatekeeper {
             });
         }
         fresh.carry_connections(now, self);
+        // Hold-offs and the last move carry over; a check follows at once under the new
+        // settings (none when `[rebalance]` is gone).
+        fresh.rebalance = self.rebalance.reconfigured(fresh.config.rebalance);
+        fresh.rebalance.wake(now);
         *self = fresh;
         Ok(reloaded)
     }

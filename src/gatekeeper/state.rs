@@ -191,6 +191,8 @@ impl Gatekeeper {
         gatekeeper.set_wall_clock(now, wall);
         let restored = gatekeeper.load_state(state, now);
         gatekeeper.adopt_places(now);
+        // With `[rebalance]`, the restored loads are looked at once.
+        gatekeeper.notice_loads(now);
         Ok((gatekeeper, restored))
     }
 

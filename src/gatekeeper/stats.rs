@@ -1,6 +1,6 @@
 //! Counters of what the gatekeeper did: messages in and out by type, rejects by reason,
 //! expiries, bad datagrams by what was wrong with them, what the limits of `[limits]` held
-//! back. Plain integers, read by the admin port and the metrics.
+//! back, phones rebalancing moved. Plain integers, read by the admin port and the metrics.
 
 use std::collections::BTreeMap;
 
@@ -113,6 +113,8 @@ pub struct Stats {
     pub gcf_tts: u64,
     /// GRQ → RCF latency of registrations that used their reservation.
     pub registration_latency: LatencyHistogram,
+    /// Phones rebalancing moved (docs/rules.md §9.2), by the C-LAN they were moved off.
+    pub rebalance_moves: BTreeMap<String, u64>,
 }
 
 impl Default for Stats {
@@ -137,6 +139,7 @@ impl Default for Stats {
             reservations_expired: 0,
             gcf_tts: 0,
             registration_latency: LatencyHistogram::default(),
+            rebalance_moves: BTreeMap::new(),
         }
     }
 }

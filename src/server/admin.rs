@@ -11,6 +11,7 @@
 //! | `GET /api/regions` | per region: C-LANs, sockets, spill |
 //! | `GET /api/registrations?region=&clan=&alias=&tts=` | registrations, filtered |
 //! | `GET /api/placement?ip=&alias=` | dry run: where such a phone would go now |
+//! | `GET /api/rebalance` | rebalancing: on or off, its settings, moves, the last move |
 //! | `GET /api/events` | server-sent events, one JSON object each |
 //! | `POST /api/clans/{name}/service` `{"in_service": bool}` | into / out of service |
 //! | `POST /api/clans/{name}/cap` `{"max_sockets": n}` | change a cap |
@@ -171,6 +172,10 @@ async fn calls(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminErr
 
 async fn trunks(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
     Ok(Json(admin.ask(Query::Trunks).await?))
+}
+
+async fn rebalance(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
+    Ok(Json(admin.ask(Query::Rebalance).await?))
 }
 
 async fn regions(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
@@ -357,7 +362,7 @@ async fn metrics(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminE
 async fn not_found() -> AdminError {
     AdminError::NotFound(
         "no such admin route (see / for the dashboard, /api/clans, /api/regions, \
-         /api/registrations, /api/placement, /api/events, /metrics)"
+         /api/registrations, /api/placement, /api/rebalance, /api/events, /metrics)"
             .into(),
     )
 }
@@ -376,6 +381,7 @@ fn router(admin: Admin) -> Router {
         .route("/api/placement", get(placement))
         .route("/api/calls", get(calls))
         .route("/api/trunks", get(trunks))
+        .route("/api/rebalance", get(rebalance))
         .route("/api/events", get(events))
         .route("/metrics", get(metrics))
         .fallback(not_found)

@@ -11,7 +11,7 @@ use crate::config::Limits;
 use crate::gatekeeper::stats::LatencyHistogram;
 use crate::gatekeeper::stats::{BadDatagram, LATENCY_BOUNDS_US};
 use crate::gatekeeper::{
-    ClanView, Closing, Counts, Gatekeeper, Refusal, SocketStats, Stats, TrunkView,
+    ClanView, Closing, Counts, Gatekeeper, RebalanceView, Refusal, SocketStats, Stats, TrunkView,
 };
 use crate::ras::MessageKind;
 
@@ -28,6 +28,7 @@ pub(crate) struct Figures {
     limits: Limits,
     sockets: SocketStats,
     max_setups_per_clan: u32,
+    rebalance: RebalanceView,
 }
 
 impl Figures {
@@ -41,6 +42,61 @@ impl Figures {
             limits: gatekeeper.config().limits,
             sockets: gatekeeper.socket_stats().clone(),
             max_setups_per_clan: gatekeeper.config().gatekeeper.max_setups_per_clan,
+            rebalance: gatekeeper.rebalance(),
+        }
+    }
+
+    /// Rebalancing (docs/rules.md §9.2): whether it is on, its settings, the phones held off,
+    /// and the moves by the C-LAN they were made off (every configured C-LAN, 0 when none).
+    fn render_rebalance(&self, out: &mut String) {
+        let r = &self.rebalance;
+        let name = "rasgk_rebalance_enabled";
+        header(
+            out,
+            name,
+            "1 when [rebalance] is on (Avaya never rebalances).",
+            "gauge",
+        );
+        let _ = writeln!(out, "{name} {}", u8::from(r.enabled));
+        let name = "rasgk_rebalance_setting";
+        header(
+            out,
+            name,
+            "The settings of [rebalance] (all 0 when it is off).",
+            "gauge",
+        );
+        for (setting, value) in [
+            ("tolerance", f64::from(r.tolerance)),
+            ("moves_per_s", r.moves_per_s),
+            ("hold_off_s", r.hold_off_s as f64),
+        ] {
+            let _ = writeln!(out, "{name}{{setting=\"{setting}\"}} {value}");
+        }
+        let name = "rasgk_rebalance_held_off";
+        header(
+            out,
+            name,
+            "Phones moved within hold_off_s, which are not moved again until it runs out.",
+            "gauge",
+        );
+        let _ = writeln!(out, "{name} {}", r.held_off);
+        let name = "rasgk_rebalance_moves_total";
+        header(
+            out,
+            name,
+            "Phones rebalancing moved (a URQ leading to a lighter C-LAN), by the C-LAN they \
+             were moved off.",
+            "counter",
+        );
+        let configured = self.clans.iter().map(|clan| clan.name.as_str());
+        let removed = r
+            .moves_from
+            .keys()
+            .map(String::as_str)
+            .filter(|name| self.clans.iter().all(|clan| clan.name != *name));
+        for clan in configured.chain(removed) {
+            let value = r.moves_from.get(clan).copied().unwrap_or(0);
+            let _ = writeln!(out, "{name}{{clan=\"{}\"}} {value}", escape(clan));
         }
     }
 
@@ -444,6 +500,7 @@ impl Figures {
         self.render_guard(&mut out);
         self.render_trunks(&mut out);
         self.render_sockets(&mut out);
+        self.render_rebalance(&mut out);
         let name = "rasgk_registration_latency_seconds";
         header(
             &mut out,

@@ -38,8 +38,8 @@ use crate::config::Config;
 
 use crate::gatekeeper::events::Event;
 use crate::gatekeeper::{
-    CallView, ClanView, Gatekeeper, Placement, RegionView, RegistrationView, StartError, Transmit,
-    TrunkView, UnknownClan, UnknownEndpoint,
+    CallView, ClanView, Gatekeeper, Placement, RebalanceView, RegionView, RegistrationView,
+    StartError, Transmit, TrunkView, UnknownClan, UnknownEndpoint,
 };
 use crate::ras::Alias;
 
@@ -88,6 +88,7 @@ pub(crate) enum Query {
         reply: oneshot::Sender<Placement>,
     },
     Metrics(oneshot::Sender<metrics::Figures>),
+    Rebalance(oneshot::Sender<RebalanceView>),
     SetInService {
         clan: String,
         in_service: bool,
@@ -422,6 +423,9 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
         }
         Query::Metrics(reply) => {
             let _ = reply.send(metrics::Figures::of(gatekeeper));
+        }
+        Query::Rebalance(reply) => {
+            let _ = reply.send(gatekeeper.rebalance());
         }
         Query::SetInService {
             clan,
