@@ -8,6 +8,7 @@
 //! - [`calls`]: outbound trunk calls (no I/O): digit analysis, route lists, route local.
 //! - [`config`]: the TOML configuration, checked into the model the gatekeeper runs on.
 //! - [`gatekeeper`]: the protocol core (no I/O): C-LAN choice, registration, AGL, TTS sockets.
+//! - [`plan`]: `rasgk plan`, phones against the gatekeeper core in virtual time, charted.
 //! - [`phone`]: a simulated phone's side of RAS (no I/O), for tests, examples and storms.
 //! - [`ras`]: H.225.0 RAS messages on the wire (ALIGNED PER), generated from `asn1/`.
 //! - [`pcap`]: reading and writing captures of UDP datagrams.

@@ -8,7 +8,11 @@
 //! - [`phones`]: the simulated phones.
 //! - [`tally`]: what is recorded while it runs.
 //! - [`report`]: the report, as a table and as JSON.
+//! - [`chart`] and [`page`]: sockets per C-LAN over time as SVG, and the self-contained
+//!   HTML page of `--report-dir`.
 
+pub mod chart;
+pub mod page;
 pub mod phones;
 pub mod report;
 pub mod scenario;
