@@ -292,7 +292,10 @@ impl RetransmitCache {
             self.pop_oldest();
             expired = true;
         }
-        if expired && self.index.capacity() > KEPT_ROOM.max(4 * self.live) {
+        // Twice the room it is shrunk to: a hash table's capacity after shrink_to(n) can be
+        // up to 7/4 n (its buckets are a power of two), and a threshold below that would
+        // shrink it again, a pass over every bucket, at every expiry.
+        if expired && self.index.capacity() > 2 * KEPT_ROOM.max(4 * self.live) {
             let (first, queue, hasher) = (self.first, &self.queue, &self.hasher);
             self.index.retain(|&mut serial| serial >= first);
             self.index.shrink_to(KEPT_ROOM.max(2 * self.live), |&s| {
