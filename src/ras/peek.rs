@@ -133,9 +133,37 @@ pub fn peek_request_seq_num(bytes: &[u8]) -> Option<u16> {
     raw.checked_add(1)
 }
 
+/// Writes `seq` as the `requestSeqNum` of an encoded request, where
+/// [`peek_request_seq_num`] reads it; `None` (nothing written) where it reads nothing.
+pub fn set_request_seq_num(bytes: &mut [u8], seq: u16) -> Option<()> {
+    peek_request_seq_num(bytes)?;
+    let (kind, start) = peek_choice(bytes)?;
+    let octet = (start + layout(kind)?.preamble_bits).div_ceil(8);
+    let raw = seq.checked_sub(1)?.to_be_bytes();
+    bytes.get_mut(octet..octet + 2)?.copy_from_slice(&raw);
+    Some(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sequence_number_written_is_the_one_encoded() {
+        let mut phone = crate::phone::Phone::extension(
+            60001,
+            std::net::SocketAddr::from(([127, 1, 1, 1], 1719)),
+        );
+        phone.endpoint_id = crate::ras::reply::EndpointId::new("0000000A1").ok();
+        let mut reused = phone.keep_alive().expect("a keep-alive");
+        for _ in 0..300 {
+            let fresh = phone.keep_alive().expect("a keep-alive");
+            set_request_seq_num(&mut reused, phone.last_seq()).expect("written");
+            assert_eq!(reused, fresh);
+        }
+        assert_eq!(set_request_seq_num(&mut [0xff, 0xff], 7), None);
+        assert_eq!(set_request_seq_num(&mut reused, 0), None);
+    }
 
     #[test]
     fn garbage_and_truncations_never_panic() {
