@@ -184,13 +184,87 @@ fn an_event_naming_an_unknown_clan_stops_the_plan_with_its_time_and_name() {
     let text = "duration_s = 60\n[[group]]\ncount = 1\nregion = 1\n\
                 [[event]]\nat_s = 30\nout_of_service = \"clan-9z\"\n";
     let scenario = Scenario::from_toml(text, "x.toml", Path::new(".")).unwrap();
-    let error = plan::plan(&scenario, config::embedded_default(), "default", |_| {})
-        .err()
-        .expect("refused")
-        .to_string();
+    let Err(error) = plan::plan(&scenario, config::embedded_default(), "default", |_| {}) else {
+        panic!("a plan naming clan-9z ran");
+    };
+    let error = error.to_string();
     assert!(
         error.contains("x.toml: event at 30 s (clan-9z out of service)")
             && error.contains("\"clan-9z\""),
         "{error}"
     );
+}
+
+/// The drill's plan on `lab`, with clan-1a's class.
+fn drill(lab: &str) -> Report {
+    let config = config::load(&Path::new("fixtures/plan").join(lab)).expect("the drill lab reads");
+    let report = planned("drill.toml", config).report;
+    whole(&report);
+    let failure = &report.events[0];
+    assert_eq!(failure.event, "clan-1a out of service");
+    assert!(failure.lost_service > 300, "{}", report.table());
+    assert_eq!(failure.still_without, 0, "{}", report.table());
+    assert!(
+        failure.all_back_s.is_some_and(|s| s < 60.0),
+        "{}",
+        report.table()
+    );
+    report
+}
+
+#[test]
+fn a_failure_drill_without_rebalancing_leaves_the_returned_clan_empty() {
+    let report = drill("drill-lab.toml");
+    assert_eq!(report.rebalance, None);
+    assert_eq!(report.events[1].lost_service, 0, "{}", report.table());
+    assert_eq!(
+        clan(&report, "clan-1a").final_sockets,
+        0,
+        "{}",
+        report.table()
+    );
+    assert_eq!(report.traffic.urqs, report.events[0].lost_service);
+}
+
+#[test]
+fn with_rebalancing_the_returned_clan_fills_to_within_tolerance_at_the_configured_pace() {
+    let report = drill("drill-lab-rebalance.toml");
+    let rebalance = report.rebalance.as_ref().expect("rebalancing on");
+    let (tolerance, per_s) = (rebalance.tolerance, rebalance.moves_per_s);
+    // Within tolerance of its class: the region's ten C-LANs are one class.
+    let class: Vec<u32> = report
+        .clans
+        .iter()
+        .filter(|c| c.region == 1)
+        .map(|c| c.final_sockets)
+        .collect();
+    let returned = clan(&report, "clan-1a").final_sockets;
+    let largest = class.iter().copied().max().unwrap_or(0);
+    assert!(
+        returned > 0 && largest - returned <= tolerance,
+        "{}",
+        report.table()
+    );
+    // Never faster than the limit, and done in the time the limit allows (the moves
+    // needed, one every 1/moves_per_s, from the return), with a second of slack.
+    assert!(
+        rebalance.most_in_one_second as f64 <= per_s,
+        "{}",
+        report.table()
+    );
+    let first = rebalance.first_move_s.expect("moves");
+    let last = rebalance.last_move_s.expect("moves");
+    assert!(first >= 2400.0, "{}", report.table());
+    let allowed = rebalance.moves as f64 / per_s;
+    assert!(last - 2400.0 <= allowed + 1.0, "{}", report.table());
+    assert!(last - first >= (rebalance.moves - 1) as f64 / per_s - 0.001);
+    // Every phone moved was back in service.
+    let back = &report.events[1];
+    assert_eq!(back.lost_service, rebalance.moves, "{}", report.table());
+    assert_eq!(back.still_without, 0);
+    // Nothing moved in the other regions.
+    assert!(rebalance
+        .moves_from
+        .keys()
+        .all(|name| name.starts_with("clan-1")));
 }

@@ -186,7 +186,11 @@ fn the_ab_page_opens_in_chromium_with_both_charts_and_loads_nothing() {
         "Emulation.setDeviceMetricsOverride",
         json!({ "width": 1600, "height": 1000, "deviceScaleFactor": 1, "mobile": false }),
     );
-    browser.wait_until("the page is loaded", "document.readyState === 'complete'");
+    // readyState alone may still be that of the blank page before the navigation.
+    browser.wait_until(
+        "the page is loaded",
+        "document.readyState === 'complete' && document.title === 'rasgk plan: A/B'",
+    );
     let charts = browser.evaluate(
         "[...document.querySelectorAll('figure.chart svg')].map(svg => {
             const r = svg.getBoundingClientRect();
@@ -235,4 +239,74 @@ fn the_ab_page_opens_in_chromium_with_both_charts_and_loads_nothing() {
     );
     assert_eq!(resources, 0, "the page loaded outside resources");
     assert_eq!(heading, "A <a.toml>");
+}
+
+/// `rasgk plan --report-dir` on the drill, A/B: report.json as --json prints it, two SVGs
+/// that parse with a series per C-LAN and a marker per event, and report.html with the
+/// same in headless Chromium.
+#[test]
+fn a_planned_drill_writes_its_report_folder_and_the_page_opens_in_chromium() {
+    let dir = std::env::temp_dir().join(format!("rasgk-plan-drill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args([
+            "plan",
+            "--config",
+            "fixtures/plan/drill-lab.toml",
+            "fixtures/plan/drill.toml",
+            "--compare",
+            "fixtures/plan/drill-lab-rebalance.toml",
+            "--json",
+            "--report-dir",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("rasgk plan runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = std::fs::read(dir.join("report.json")).expect("report.json");
+    assert_eq!(json, out.stdout, "report.json is what --json printed");
+    let clans: Vec<String> = (1..=3)
+        .flat_map(|r| "abcdefghij".chars().map(move |c| format!("clan-{r}{c}")))
+        .collect();
+    let events = ["clan-1a out of service", "clan-1a back in service"];
+    for name in ["sockets-a.svg", "sockets-b.svg"] {
+        let text = std::fs::read_to_string(dir.join(name)).expect("the SVG");
+        let document = roxmltree::Document::parse(&text).expect("the SVG parses");
+        assert_eq!(data_of(&document, "series", "data-clan"), clans, "{name}");
+        assert_eq!(data_of(&document, "marker", "data-event"), events, "{name}");
+    }
+    let Some(chromium) =
+        require_chromium("a_planned_drill_writes_its_report_folder_and_the_page_opens_in_chromium")
+    else {
+        return;
+    };
+    let url = format!("file://{}", dir.join("report.html").display());
+    let mut browser = Browser::open(&chromium, &url);
+    // readyState alone may still be that of the blank page before the navigation.
+    browser.wait_until(
+        "the report is loaded",
+        "document.readyState === 'complete' && document.title.startsWith('rasgk plan')",
+    );
+    let charts = browser.evaluate(
+        "[...document.querySelectorAll('figure.chart svg')].map(svg => ({
+            clans: svg.querySelectorAll('.series').length,
+            events: [...svg.querySelectorAll('.marker')].map(e => e.getAttribute('data-event')),
+        }))",
+    );
+    let resources = browser.evaluate("performance.getEntriesByType('resource').length");
+    let tables = browser.evaluate("document.querySelectorAll('table').length");
+    drop(browser);
+    let _ = std::fs::remove_dir_all(&dir);
+    let charts = charts.as_array().expect("a list of charts");
+    assert_eq!(charts.len(), 2, "{charts:?}");
+    for chart in charts {
+        assert_eq!(chart["clans"], clans.len(), "{chart}");
+        assert_eq!(chart["events"], json!(events), "{chart}");
+    }
+    assert_eq!(resources, 0, "the page loaded something");
+    assert!(tables.as_u64().is_some_and(|n| n >= 8), "{tables}");
 }

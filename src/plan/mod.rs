@@ -8,10 +8,11 @@
 //! - [`phones`]: the simulated phones.
 //! - [`tally`]: what is recorded while it runs.
 //! - [`report`]: the report, as a table and as JSON.
-//! - [`chart`] and [`page`]: sockets per C-LAN over time as SVG, and the self-contained
-//!   HTML page of `--report-dir`.
+//! - [`chart`] and [`page`]: sockets per C-LAN over time as SVG, and a self-contained HTML
+//!   page; [`output`]: what `--report-dir` writes with them.
 
 pub mod chart;
+pub mod output;
 pub mod page;
 pub mod phones;
 pub mod report;
@@ -183,8 +184,11 @@ fn run_plans(args: &PlanArgs) -> Result<bool, String> {
         started.elapsed().as_secs_f64()
     );
     if let Some(dir) = &args.report_dir {
-        write_report_dir(dir, &json, &planned).map_err(|e| format!("{}: {e}", dir.display()))?;
-        eprintln!("report written to {}", dir.display());
+        let written = output::write(dir, &json, &planned)
+            .map_err(|e| format!("cannot write the report into {}: {e}", dir.display()))?;
+        for path in written {
+            eprintln!("wrote {}", path.display());
+        }
     }
     Ok(planned.iter().all(|p| p.report.without_service == 0))
 }
@@ -199,11 +203,4 @@ fn progress_bar(duration_s: f64, plans: usize) -> indicatif::ProgressBar {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
-}
-
-fn write_report_dir(dir: &std::path::Path, json: &str, planned: &[Planned]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("report.json"), format!("{json}\n"))?;
-    let _ = planned;
-    Ok(())
 }

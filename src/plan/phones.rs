@@ -6,11 +6,11 @@
 //! at the C-LAN: a non-TTS phone connects after its RCF and, turned away, comes back after
 //! a back-off of 50 ms doubling to 2 s; a TTS phone takes the gatekeeper's connection.
 //!
-//! Two things the storm never meets, modelled as Avaya's phones behave (docs/rules.md
-//! §16): a phone that loses its registration without being told (a keep-alive rejected
-//! or unanswered) registers again through the AGL its last RCF gave, entry by entry, and
-//! only then with a GRQ; and a phone whose socket the gatekeeper closes without a URQ
-//! checks its registration at once with a lightweight RRQ.
+//! Two things the storm never meets, modelled as Avaya's phones behave
+//! (docs/rules.md §16): a phone that loses its registration without being told (a
+//! keep-alive rejected or unanswered) registers again through the AGL its last RCF gave,
+//! entry by entry, and only then with a GRQ; and a phone whose socket the gatekeeper
+//! closes without a URQ checks its registration at once with a lightweight RRQ.
 
 use std::net::SocketAddr;
 
@@ -81,6 +81,9 @@ pub(super) struct SimPhone {
     next: Vec<SocketAddr>,
     ttl_s: u32,
     request: Option<Request>,
+    /// This registration's keep-alive, written once: the next ones differ only in their
+    /// sequence number.
+    keep_alive: Option<Vec<u8>>,
     generations: [u32; 5],
     pub socket: Socket,
     backoff: Backoff,
@@ -108,6 +111,7 @@ impl SimPhone {
             next: Vec::new(),
             ttl_s: 300,
             request: None,
+            keep_alive: None,
             generations: [0; 5],
             socket: Socket::None,
             backoff: Backoff::default(),
@@ -124,6 +128,20 @@ impl SimPhone {
         let generation = &mut self.generations[timer as usize];
         *generation = generation.wrapping_add(1);
         *generation
+    }
+
+    /// A keep-alive (a new sequence number): the octets of this registration's first one
+    /// with the number written in.
+    fn keep_alive_octets(&mut self) -> Option<Vec<u8>> {
+        if let Some(mut octets) = self.keep_alive.clone() {
+            let seq = self.phone.next_seq();
+            if crate::ras::set_request_seq_num(&mut octets, seq).is_some() {
+                return Some(octets);
+            }
+        }
+        let octets = self.phone.keep_alive()?;
+        self.keep_alive = Some(octets.clone());
+        Some(octets)
     }
 
     /// A timer kind's generation.
@@ -168,7 +186,7 @@ impl World<'_> {
             seq,
             attempt: 0,
         });
-        self.to_gatekeeper(phone, to, datagram);
+        self.send_to_gatekeeper(phone, to, datagram);
         let at = self.now + self.wait(0);
         self.arm(phone, PhoneTimer::Request, at);
     }
@@ -203,7 +221,7 @@ impl World<'_> {
             request.attempt += 1;
             let (to, datagram, attempt) = (request.to, request.datagram.clone(), request.attempt);
             self.tally.retransmissions += 1;
-            self.to_gatekeeper(phone, to, datagram);
+            self.send_to_gatekeeper(phone, to, datagram);
             let at = self.now + self.wait(attempt);
             self.arm(phone, PhoneTimer::Request, at);
             return;
@@ -229,7 +247,7 @@ impl World<'_> {
             let ucf = p.phone.ucf(*seq);
             let to = p.clan.unwrap_or(discovery);
             p.phone.learn(&answer);
-            self.to_gatekeeper(phone, to, ucf);
+            self.send_to_gatekeeper(phone, to, ucf);
             if self.p(phone).registered || self.p(phone).request.is_some() {
                 self.unregistered(phone);
                 self.p(phone).next = agl.clone();
@@ -278,8 +296,15 @@ impl World<'_> {
                 },
             ) => {
                 self.tally.reject(format!("RRJ {reason}"));
-                self.p(phone).next = alternates;
-                self.register_next(phone);
+                if alternates.is_empty() {
+                    // Nowhere else to try: start again after the RAS timer, as after a GRJ.
+                    self.p(phone).next.clear();
+                    let at = self.now + self.scenario.timeout_ms * 1000;
+                    self.arm(phone, PhoneTimer::Retry, at);
+                } else {
+                    self.p(phone).next = alternates;
+                    self.register_next(phone);
+                }
             }
             (Kind::KeepAlive | Kind::Check, Answer::Rcf { time_to_live_s, .. }) => {
                 let p = self.p(phone);
@@ -334,6 +359,7 @@ impl World<'_> {
         p.next.clear();
         p.ttl_s = time_to_live_s.unwrap_or(p.ttl_s);
         p.rcf_at = Some(now);
+        p.keep_alive = None;
         p.backoff = Backoff::default();
         let connect = !p.tts;
         self.arm_keep_alive(phone);
@@ -358,7 +384,7 @@ impl World<'_> {
             self.arm(phone, PhoneTimer::KeepAlive, self.now + BUSY_AGAIN);
             return;
         }
-        let (Some(clan), Some(datagram)) = (p.clan, p.phone.keep_alive()) else {
+        let (Some(clan), Some(datagram)) = (p.clan, p.keep_alive_octets()) else {
             return;
         };
         self.send(phone, Kind::KeepAlive, clan, datagram);
@@ -370,6 +396,7 @@ impl World<'_> {
         let p = self.p(phone);
         p.registered = false;
         p.request = None;
+        p.keep_alive = None;
         p.call = None;
         p.socket = Socket::None;
         p.rcf_at = None;
@@ -468,7 +495,7 @@ impl World<'_> {
         self.service_lost(phone);
         let p = self.p(phone);
         if p.registered && p.request.is_none() {
-            if let (Some(clan), Some(datagram)) = (p.clan, p.phone.keep_alive()) {
+            if let (Some(clan), Some(datagram)) = (p.clan, p.keep_alive_octets()) {
                 self.send(phone, Kind::Check, clan, datagram);
             }
         }

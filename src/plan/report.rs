@@ -51,6 +51,54 @@ pub struct Report {
     pub connections_refused: BTreeMap<String, u64>,
     /// Traffic.
     pub traffic: Traffic,
+    /// What rebalancing did (`None`: off at the end of the plan).
+    pub rebalance: Option<RebalanceLine>,
+}
+
+/// Rebalancing's moves.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RebalanceLine {
+    /// `tolerance`.
+    pub tolerance: u32,
+    /// `moves_per_s`.
+    pub moves_per_s: f64,
+    /// Phones moved.
+    pub moves: u64,
+    /// By the C-LAN they were moved off.
+    pub moves_from: BTreeMap<String, u64>,
+    /// The most moves within any one second.
+    pub most_in_one_second: u64,
+    /// The first move, virtual seconds.
+    pub first_move_s: Option<f64>,
+    /// The last move.
+    pub last_move_s: Option<f64>,
+}
+
+impl RebalanceLine {
+    fn of(settings: &crate::config::Rebalance, moves: &[(u64, String)]) -> RebalanceLine {
+        let mut moves_from = BTreeMap::new();
+        for (_, from) in moves {
+            *moves_from.entry(from.clone()).or_default() += 1;
+        }
+        // Moves are in time order: the most that any window [t, t + 1 s) holds.
+        let mut most = 0;
+        let mut start = 0;
+        for end in 0..moves.len() {
+            while moves[end].0 - moves[start].0 >= 1_000_000 {
+                start += 1;
+            }
+            most = most.max(end - start + 1);
+        }
+        RebalanceLine {
+            tolerance: settings.tolerance,
+            moves_per_s: settings.moves_per_s,
+            moves: moves.len() as u64,
+            moves_from,
+            most_in_one_second: most as u64,
+            first_move_s: moves.first().map(|m| round(m.0 as f64 / 1e6, 6)),
+            last_move_s: moves.last().map(|m| round(m.0 as f64 / 1e6, 6)),
+        }
+    }
 }
 
 /// One C-LAN's sockets.
@@ -284,6 +332,12 @@ impl Report {
                 urqs: tally.urqs,
                 calls: tally.calls,
             },
+            rebalance: world
+                .gk
+                .config()
+                .rebalance
+                .as_ref()
+                .map(|settings| RebalanceLine::of(settings, &tally.moves)),
         }
     }
 
@@ -387,6 +441,21 @@ impl Report {
             "connections refused: {}",
             counts(&self.connections_refused)
         );
+        if let Some(r) = &self.rebalance {
+            let when = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} s"));
+            let _ = writeln!(
+                out,
+                "rebalancing (tolerance {}, at most {}/s): {} moves ({}), at most {} in one \
+                 second, first at {}, last at {}",
+                r.tolerance,
+                r.moves_per_s,
+                r.moves,
+                counts(&r.moves_from),
+                r.most_in_one_second,
+                when(r.first_move_s),
+                when(r.last_move_s)
+            );
+        }
         let tr = &self.traffic;
         let _ = writeln!(
             out,

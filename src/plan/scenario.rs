@@ -350,6 +350,7 @@ impl Scenario {
             ));
         }
         check_addresses(&groups).map_err(|(f, m)| field(f, m))?;
+        check_extensions(&groups).map_err(|(f, m)| field(f, m))?;
         let mut events = Vec::new();
         for (i, event) in file.events.into_iter().enumerate() {
             let at = |name: &str| format!("event[{}].{name}", i + 1);
@@ -578,6 +579,45 @@ fn check_addresses(groups: &[Group]) -> Result<(), FieldError> {
     Ok(())
 }
 
+/// No two phones may have one extension: the gatekeeper would refuse the second
+/// (`duplicateAlias`) for as long as the first stays.
+fn check_extensions(groups: &[Group]) -> Result<(), FieldError> {
+    // Each group's extensions: its non-TTS and its TTS phones, each a run from its start.
+    let mut runs: Vec<(u64, u64, usize, &str)> = Vec::new();
+    for (i, group) in groups.iter().enumerate() {
+        let tts = (group.count as f64 * group.tts_share).floor() as u64;
+        let other = group.count as u64 - tts;
+        if other > 0 {
+            let from = u64::from(group.extensions_from);
+            runs.push((from, from + other, i, "extensions_from"));
+        }
+        if tts > 0 {
+            let from = u64::from(group.tts_extensions_from);
+            runs.push((from, from + tts, i, "tts_extensions_from"));
+        }
+    }
+    for (a, first) in runs.iter().enumerate() {
+        for second in &runs[a + 1..] {
+            if first.0 < second.1 && second.0 < first.1 {
+                return Err((
+                    format!("group[{}].{}", second.2 + 1, second.3),
+                    format!(
+                        "its extensions {}..{} overlap {}..{} of group[{}].{}: two phones \
+                         with one extension, and the gatekeeper refuses the second",
+                        second.0,
+                        second.1 - 1,
+                        first.0,
+                        first.1 - 1,
+                        first.2 + 1,
+                        first.3
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Addresses {
     /// Phone `n`'s region and how many phones of that region come before it.
     fn nth_of_region(regions: &[u8], n: usize) -> (u8, usize) {
@@ -783,6 +823,11 @@ mod tests {
                 "group[2]: its phone 1 has the address 127.1.1.1",
             ),
             ("duration_s = 9\nphones = 3\n", "unknown field `phones`"),
+            (
+                "duration_s = 9\n[[group]]\ncount = 10\nregion = 1\n\
+                 [[group]]\ncount = 10\nregion = 2\nextensions_from = 60005\n",
+                "group[2].extensions_from: its extensions 60005..60014 overlap 60000..60009",
+            ),
         ];
         for (text, expected) in cases {
             let error = read(text).unwrap_err().to_string();

@@ -67,6 +67,8 @@ pub struct Tally {
     pub urqs: u64,
     /// Calls admitted (ACF).
     pub calls: u64,
+    /// Phones rebalancing moved: when (microseconds) and off which C-LAN.
+    pub moves: Vec<(u64, String)>,
 }
 
 impl Tally {

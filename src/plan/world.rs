@@ -8,7 +8,7 @@
 //! How the simulated phones behave is in [`phones`](super::phones).
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,10 @@ use super::tally::{ClanTrace, EventTrace, Tally};
 use crate::config::{Config, SocketMode};
 use crate::gatekeeper::{Command, ConnectionId, Gatekeeper, Transmit};
 use crate::phone::Phone;
+
+/// The hasher of the world's tables: looked up at every datagram, and never iterated in an
+/// order that reaches the report.
+type Fast = foldhash::fast::FixedState;
 
 /// Virtual time: microseconds since the plan's start.
 pub(super) type Micros = u64;
@@ -47,7 +51,7 @@ pub(super) enum What {
         datagram: Vec<u8>,
     },
     /// A datagram from the gatekeeper's `from` reaches a phone.
-    ToPhone { phone: u32, datagram: Vec<u8> },
+    ToPhone { phone: u32, datagram: bytes::Bytes },
     /// A non-TTS phone's connection request reaches the C-LAN's listener.
     Syn { phone: u32, generation: u32 },
     /// The C-LAN reset that connection: the phone hears of it.
@@ -70,8 +74,8 @@ pub(super) enum What {
         id: ConnectionId,
         phone: u32,
     },
-    /// The gatekeeper's timers are due.
-    GatekeeperTimer,
+    /// The gatekeeper's timers are due (when this is the time armed last).
+    GatekeeperTimer(Micros),
     /// An event of the timeline.
     Scenario(usize),
     /// Sample the loads.
@@ -148,12 +152,18 @@ pub(super) struct World<'s> {
     base: Instant,
     pub now: Micros,
     end: Micros,
+    /// Jobs at any time.
     queue: BinaryHeap<Job>,
+    /// Jobs made a fixed delay after their making (a datagram's latency, the RAS timer, a
+    /// keep-alive's half TTL, the sampler's period), one queue per delay: made in time
+    /// order, they come due in time order, so a queue does what the heap would at a
+    /// fraction of its cost. Jobs are taken by (time, order) across all of them.
+    lanes: Vec<(Micros, VecDeque<Job>)>,
     order: u64,
     pub phones: Vec<SimPhone>,
-    by_ip: HashMap<IpAddr, u32>,
+    by_ip: HashMap<IpAddr, u32, Fast>,
     /// The gatekeeper's connections and their phones (this life of the gatekeeper).
-    connections: HashMap<ConnectionId, u32>,
+    connections: HashMap<ConnectionId, u32, Fast>,
     /// The gatekeeper's life: a restart starts a new one, and what was under way for the
     /// old one is dropped.
     pub epoch: u32,
@@ -197,7 +207,9 @@ impl<'s> World<'s> {
             prepare(reloaded, scenario.seed);
         }
         check_events(scenario, &config, &reloads)?;
-        let gk = Gatekeeper::new(config.clone()).map_err(|e| PlanError::Config(e.to_string()))?;
+        let mut gk =
+            Gatekeeper::new(config.clone()).map_err(|e| PlanError::Config(e.to_string()))?;
+        gk.set_events_watched(config.rebalance.is_some());
         let discovery = config.gatekeeper.discovery;
         let mut world = World {
             scenario,
@@ -208,10 +220,11 @@ impl<'s> World<'s> {
             now: 0,
             end: micros(scenario.duration_s),
             queue: BinaryHeap::new(),
+            lanes: Vec::new(),
             order: 0,
             phones: Vec::with_capacity(scenario.phones()),
-            by_ip: HashMap::with_capacity(scenario.phones()),
-            connections: HashMap::new(),
+            by_ip: HashMap::with_capacity_and_hasher(scenario.phones(), Fast::default()),
+            connections: HashMap::default(),
             epoch: 0,
             locals: HashSet::new(),
             net: ChaCha8Rng::seed_from_u64(scenario.seed),
@@ -224,6 +237,20 @@ impl<'s> World<'s> {
             progress: None,
         };
         world.configured();
+        let mut delays = vec![
+            world.latency,
+            2 * world.latency,
+            scenario.timeout_ms * 1000,
+            micros(scenario.sample_s),
+        ];
+        let granted = world.config.gatekeeper.ttl_s;
+        for group in &scenario.groups {
+            let ttl = group.ttl_s.map_or(granted, |asked| asked.clamp(1, granted));
+            delays.push(u64::from(ttl) * 500_000);
+        }
+        delays.sort_unstable();
+        delays.dedup();
+        world.lanes = delays.into_iter().map(|d| (d, VecDeque::new())).collect();
         world.tally.events = scenario
             .events
             .iter()
@@ -274,11 +301,35 @@ impl<'s> World<'s> {
     /// Queues a job.
     pub fn at(&mut self, at: Micros, what: What) {
         self.order += 1;
-        self.queue.push(Job {
+        let job = Job {
             at,
             order: self.order,
             what,
-        });
+        };
+        let delay = at.wrapping_sub(self.now);
+        match self.lanes.iter_mut().find(|(d, _)| *d == delay) {
+            Some((_, lane)) if at >= self.now => lane.push_back(job),
+            _ => self.queue.push(job),
+        }
+    }
+
+    /// The next job: the earliest, first made first, of the heap and the lanes.
+    fn next_job(&mut self) -> Option<Job> {
+        let key = |job: &Job| (job.at, job.order);
+        let mut best = self.queue.peek().map(key);
+        let mut from = None;
+        for (i, (_, lane)) in self.lanes.iter().enumerate() {
+            if let Some(front) = lane.front().map(key) {
+                if best.is_none_or(|b| front < b) {
+                    best = Some(front);
+                    from = Some(i);
+                }
+            }
+        }
+        match from {
+            Some(i) => self.lanes[i].1.pop_front(),
+            None => self.queue.pop(),
+        }
     }
 
     /// Arms one of a phone's timers, replacing the one of its kind armed before.
@@ -295,7 +346,7 @@ impl<'s> World<'s> {
     /// Runs to the scenario's end.
     pub fn run(&mut self) {
         let mut next_progress = 0;
-        while let Some(job) = self.queue.pop() {
+        while let Some(job) = self.next_job() {
             if job.at > self.end {
                 break;
             }
@@ -360,18 +411,14 @@ impl<'s> World<'s> {
                     self.socket_closed(phone, id);
                 }
             }
-            What::GatekeeperTimer => {
-                let due = self
-                    .gk
-                    .poll_timeout()
-                    .is_some_and(|at| at <= self.instant());
+            What::GatekeeperTimer(at) => {
+                // Armed again for an earlier time since: that job ran, or will.
+                if self.gatekeeper_timer != Some(at) {
+                    return;
+                }
                 self.gatekeeper_timer = None;
-                let out = if due {
-                    let now = self.instant();
-                    self.gk.handle_timeout(now)
-                } else {
-                    Vec::new()
-                };
+                let now = self.instant();
+                let out = self.gk.handle_timeout(now);
                 self.after_gatekeeper(out);
             }
             What::Scenario(index) => self.event(index),
@@ -384,7 +431,7 @@ impl<'s> World<'s> {
     }
 
     /// Sends a phone's datagram to the gatekeeper's `local` address (lost at random).
-    pub fn to_gatekeeper(&mut self, phone: u32, local: SocketAddr, datagram: Vec<u8>) {
+    pub fn send_to_gatekeeper(&mut self, phone: u32, local: SocketAddr, datagram: Vec<u8>) {
         self.tally.datagrams += 1;
         if self.lost() {
             return;
@@ -412,6 +459,9 @@ impl<'s> World<'s> {
     /// What the gatekeeper sent, and the connection commands it left: datagrams first, so
     /// that a URQ reaches its phone before the close of its socket does.
     pub fn after_gatekeeper(&mut self, out: Vec<Transmit>) {
+        if self.config.rebalance.is_some() {
+            self.note_moves();
+        }
         let at = self.now + self.latency;
         for transmit in out {
             self.tally.datagrams += 1;
@@ -425,7 +475,7 @@ impl<'s> World<'s> {
                 at,
                 What::ToPhone {
                     phone,
-                    datagram: transmit.payload.to_vec(),
+                    datagram: transmit.payload,
                 },
             );
         }
@@ -475,6 +525,15 @@ impl<'s> World<'s> {
         self.arm_gatekeeper();
     }
 
+    /// Keeps the rebalancing moves of the events (watched only while rebalancing is on).
+    fn note_moves(&mut self) {
+        for event in self.gk.drain_events() {
+            if let crate::gatekeeper::events::Event::Rebalanced { from, .. } = event {
+                self.tally.moves.push((self.now, from));
+            }
+        }
+    }
+
     fn arm_gatekeeper(&mut self) {
         let Some(at) = self.gk.poll_timeout() else {
             return;
@@ -489,7 +548,7 @@ impl<'s> World<'s> {
         let at = at.max(self.now);
         if self.gatekeeper_timer.is_none_or(|armed| at < armed) {
             self.gatekeeper_timer = Some(at);
-            self.at(at, What::GatekeeperTimer);
+            self.at(at, What::GatekeeperTimer(at));
         }
     }
 
@@ -583,6 +642,10 @@ impl<'s> World<'s> {
                 let config = self.reloads[&index].clone();
                 match self.gk.reload(now, config.clone()) {
                     Ok(reloaded) => {
+                        if self.config.rebalance.is_some() {
+                            self.note_moves();
+                        }
+                        self.gk.set_events_watched(config.rebalance.is_some());
                         self.config = config;
                         self.configured();
                         self.after_gatekeeper(reloaded.transmits);
@@ -605,7 +668,11 @@ impl<'s> World<'s> {
                 .entry(reason.name().to_string())
                 .or_default() += count;
         }
+        if self.config.rebalance.is_some() {
+            self.note_moves();
+        }
         self.gk = Gatekeeper::new(self.config.clone()).expect("it started on this configuration");
+        self.gk.set_events_watched(self.config.rebalance.is_some());
         self.epoch += 1;
         self.gatekeeper_timer = None;
         let connections: Vec<(ConnectionId, u32)> = {
