@@ -10,6 +10,8 @@
 //!            TTS time to service, and why TTS exists (setup_ms = 20)     sockets.rs
 //!   placement  2,000-phone burst, 30 % TTS: non-TTS phones placed as
 //!            without the TTS phones (core only, virtual time)           placement.rs
+//!   plan     `rasgk plan`: 40,000 phones over 24 virtual hours, a C-LAN
+//!            fault every hour, wall time                                plan.rs
 //! ```
 //!
 //! The block ends with one `ratio WORKLOAD VALUE` line per workload for scripts; `--check`
@@ -18,6 +20,7 @@
 pub mod ceiling;
 pub mod memory;
 pub mod placement;
+pub mod plan;
 pub mod scale;
 pub mod sockets;
 pub mod storm;
@@ -27,6 +30,7 @@ use std::process::ExitCode;
 
 use ceiling::{Ceiling, CeilingArgs, Workload};
 use placement::Placement;
+use plan::PlanScale;
 use scale::Scale;
 use sockets::Sockets;
 use storm::Storm;
@@ -60,6 +64,10 @@ pub struct BenchArgs {
     /// (0: no placement figure).
     #[arg(long, value_name = "N", default_value_t = placement::PHONES)]
     pub placement_phones: usize,
+    /// Phones of the planner's day: `rasgk plan` over 24 virtual hours with a C-LAN fault
+    /// every hour (0: no planner figure).
+    #[arg(long, value_name = "N", default_value_t = plan::PHONES)]
+    pub plan_phones: usize,
     /// Exit 1 when a figure misses its target (2 when the bench cannot run).
     #[arg(long)]
     pub check: bool,
@@ -145,6 +153,9 @@ const MAX_STORM_PHONES: usize = 1_000_000;
 /// each phone's socket is a descriptor on both sides (the hard limit here is 20,000).
 const MAX_SOCKET_PHONES: usize = 9_000;
 
+/// Most phones of the planner's day (three regions of 250 × 255 addresses each).
+const MAX_PLAN_PHONES: usize = 150_000;
+
 /// Most placement-burst phones (one address of 127.1.0.0/16 each).
 const MAX_PLACEMENT_PHONES: usize = 60_000;
 
@@ -163,6 +174,8 @@ pub struct Figures {
     pub sockets: Option<Sockets>,
     /// Where a burst's non-TTS phones end beside TTS phones.
     pub placement: Option<Placement>,
+    /// The planner's day.
+    pub plan: Option<PlanScale>,
 }
 
 /// The targets (the performance issue's, README "Performance").
@@ -185,6 +198,8 @@ pub mod targets {
     pub const SETUPS_PER_CLAN: u32 = 5;
     /// Non-TTS phones of the placement burst placed otherwise than without its TTS phones.
     pub const PLACEMENT_MOVED: u32 = 0;
+    /// Wall seconds of the planner's day (40,000 phones, 24 virtual hours, hourly faults).
+    pub const PLAN_S: f64 = 10.0;
 }
 
 /// The least ratio rasgk / echo a workload must reach.
@@ -302,6 +317,14 @@ impl Figures {
                     && placement.with_tts.refused == 0,
             });
         }
+        if let Some(plan) = &self.plan {
+            verdicts.push(Verdict {
+                name: format!("plan: {} phones, {} virtual h", plan.phones, plan.hours),
+                figure: format!("{:.2} s, {} in service", plan.seconds, plan.in_service),
+                target: format!("<= {} s, every phone in service", targets::PLAN_S),
+                met: plan.seconds <= targets::PLAN_S && plan.in_service == plan.phones,
+            });
+        }
         verdicts
     }
 
@@ -387,6 +410,9 @@ impl Figures {
         if let Some(placement) = &self.placement {
             let _ = writeln!(out, "placement: {}", placement.line());
         }
+        if let Some(plan) = &self.plan {
+            let _ = writeln!(out, "plan: {}", plan.line());
+        }
         let verdicts = self.verdicts();
         let _ = writeln!(
             out,
@@ -427,6 +453,13 @@ impl BenchArgs {
                 "--socket-phones {} is over {MAX_SOCKET_PHONES} (one descriptor a phone on \
                  each side, in one process)",
                 self.socket_phones
+            ));
+        }
+        if self.plan_phones > MAX_PLAN_PHONES {
+            return Err(format!(
+                "--plan-phones {} is over {MAX_PLAN_PHONES} (three regions' blocks of \
+                 127.R.x.y addresses)",
+                self.plan_phones
             ));
         }
         if self.placement_phones > MAX_PLACEMENT_PHONES {
@@ -516,6 +549,20 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     } else {
         None
     };
+    let plan = if args.plan_phones > 0 {
+        eprintln!(
+            "rasgk bench: rasgk plan of {} phones over {} virtual hours, a C-LAN fault every hour",
+            args.plan_phones,
+            plan::HOURS
+        );
+        let phones = args.plan_phones;
+        let figure = tokio::task::spawn_blocking(move || plan::run(phones))
+            .await
+            .map_err(|e| format!("the planner's day failed: {e}"))??;
+        Some(figure)
+    } else {
+        None
+    };
     Ok(Figures {
         ceilings,
         storm,
@@ -523,6 +570,7 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
         scale,
         sockets,
         placement,
+        plan,
     })
 }
 
@@ -596,6 +644,7 @@ mod tests {
             }),
             sockets: None,
             placement: Some(placement::measure(200).unwrap()),
+            plan: None,
         }
     }
 
@@ -608,6 +657,7 @@ mod tests {
             grqs: 100_000,
             socket_phones: 0,
             placement_phones: 200,
+            plan_phones: 0,
             check: false,
         }
     }
