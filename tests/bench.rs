@@ -31,6 +31,8 @@ fn one_run_prints_every_figure_against_its_target() {
         "200",
         "--placement-phones",
         "500",
+        "--plan-phones",
+        "300",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -97,12 +99,20 @@ fn one_run_prints_every_figure_against_its_target() {
         "{stdout}"
     );
 
+    // The planner's day: every planned phone in service at the end.
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("plan: 300 phones over 24 virtual hours, 23 C-LAN faults: ")
+            && l.ends_with(", 300 in service at the end")),
+        "{stdout}"
+    );
+
     // Each figure against its target, and the count of those met.
     let verdicts: Vec<&&str> = lines
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 10, "{stdout}");
+    assert_eq!(verdicts.len(), 11, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -114,7 +124,7 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 10 met").as_str()),
+        lines.contains(&format!("targets: {met} of 11 met").as_str()),
         "{stdout}"
     );
 
@@ -143,6 +153,10 @@ fn bad_options_exit_2_saying_which() {
         (
             vec!["--placement-phones", "70000"],
             "--placement-phones 70000 is over",
+        ),
+        (
+            vec!["--plan-phones", "200000"],
+            "--plan-phones 200000 is over",
         ),
     ] {
         let out = bench(&args);
