@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::chart::{self, Chart, Marker, Series};
 use super::page::{self, Section};
-use super::report::Report;
+use super::report::{counts, Report};
 use super::Planned;
 
 /// Writes the directory's files; the paths written.
@@ -255,16 +255,6 @@ fn tables(report: &Report) -> Vec<Section<'static>> {
             r.tolerance, r.moves_per_s, r.moves, r.most_in_one_second
         )));
     }
-    let counts = |map: &std::collections::BTreeMap<String, u64>| {
-        if map.is_empty() {
-            "none".to_string()
-        } else {
-            map.iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    };
     sections.push(Section::Text(format!(
         "Rejects: {}. Connections refused: {}.",
         counts(&report.rejects),

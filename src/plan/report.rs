@@ -476,7 +476,8 @@ fn pairs(map: &BTreeMap<u16, usize>) -> String {
         .join(", ")
 }
 
-fn counts(map: &BTreeMap<String, u64>) -> String {
+/// `reason count, …`, or `none`.
+pub(super) fn counts(map: &BTreeMap<String, u64>) -> String {
     if map.is_empty() {
         return "none".to_string();
     }

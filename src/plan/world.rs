@@ -459,9 +459,7 @@ impl<'s> World<'s> {
     /// What the gatekeeper sent, and the connection commands it left: datagrams first, so
     /// that a URQ reaches its phone before the close of its socket does.
     pub fn after_gatekeeper(&mut self, out: Vec<Transmit>) {
-        if self.config.rebalance.is_some() {
-            self.note_moves();
-        }
+        self.note_moves();
         let at = self.now + self.latency;
         for transmit in out {
             self.tally.datagrams += 1;
@@ -527,6 +525,9 @@ impl<'s> World<'s> {
 
     /// Keeps the rebalancing moves of the events (watched only while rebalancing is on).
     fn note_moves(&mut self) {
+        if self.config.rebalance.is_none() {
+            return;
+        }
         for event in self.gk.drain_events() {
             if let crate::gatekeeper::events::Event::Rebalanced { from, .. } = event {
                 self.tally.moves.push((self.now, from));
@@ -642,9 +643,7 @@ impl<'s> World<'s> {
                 let config = self.reloads[&index].clone();
                 match self.gk.reload(now, config.clone()) {
                     Ok(reloaded) => {
-                        if self.config.rebalance.is_some() {
-                            self.note_moves();
-                        }
+                        self.note_moves();
                         self.gk.set_events_watched(config.rebalance.is_some());
                         self.config = config;
                         self.configured();
@@ -668,9 +667,7 @@ impl<'s> World<'s> {
                 .entry(reason.name().to_string())
                 .or_default() += count;
         }
-        if self.config.rebalance.is_some() {
-            self.note_moves();
-        }
+        self.note_moves();
         self.gk = Gatekeeper::new(self.config.clone()).expect("it started on this configuration");
         self.gk.set_events_watched(self.config.rebalance.is_some());
         self.epoch += 1;
