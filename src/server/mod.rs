@@ -304,6 +304,8 @@ impl Server {
         );
         tokio::pin!(shutdown);
         loop {
+            // Whether connection tasks were given work this round.
+            let mut commanded = false;
             let wake = gatekeeper.poll_timeout();
             let timer = async {
                 match wake {
@@ -316,7 +318,14 @@ impl Server {
                 () = &mut shutdown => break,
                 () = any_readable(&readers) => {
                     watch(&mut gatekeeper, &events);
-                    serve_ready(&mut gatekeeper, &readers, &sockets, &mut batch).await;
+                    commanded |= serve_ready(
+                        &mut gatekeeper,
+                        &readers,
+                        &sockets,
+                        &mut batch,
+                        &mut connections,
+                    )
+                    .await;
                 }
                 () = timer => {
                     watch(&mut gatekeeper, &events);
@@ -365,7 +374,7 @@ impl Server {
                     }
                 }
             }
-            let commanded = connections.execute(&mut gatekeeper);
+            commanded |= connections.execute(&mut gatekeeper);
             for event in gatekeeper.drain_events() {
                 // No watcher connected is not an error.
                 let _ = events.send(Arc::new(event));
@@ -513,13 +522,17 @@ fn any_readable(readers: &[(SocketAddr, Arc<UdpSocket>)]) -> impl Future<Output 
 
 /// Reads the datagrams waiting on every socket (a batch each, see [`batch`]) and answers
 /// each batch with one batch of replies; a receive error is logged and that socket read
-/// once more.
+/// once more. The connects a batch's RCFs ask for (TTS) are made right after its replies
+/// go out, not after every socket's batch: a TTS phone's time to service starts at its
+/// RCF. Whether connection tasks were given work.
 async fn serve_ready(
     gatekeeper: &mut Gatekeeper,
     readers: &[(SocketAddr, Arc<UdpSocket>)],
     sockets: &HashMap<SocketAddr, Arc<UdpSocket>>,
     batch: &mut batch::Batch,
-) {
+    connections: &mut signalling::Connections,
+) -> bool {
+    let mut commanded = false;
     for (local, socket) in readers {
         // ICMP port unreachable from an earlier send shows up as a receive error on Linux:
         // the phone went away. Nothing to read in it; the datagrams behind it are read next.
@@ -546,7 +559,9 @@ async fn serve_ready(
             out.extend(gatekeeper.handle(now, *local, from, datagram));
         }
         send_all(sockets, batch, out).await;
+        commanded |= connections.execute(gatekeeper);
     }
+    commanded
 }
 
 /// SIGHUPs, one `()` each; none where there are no such signals. Once this listens, a

@@ -80,9 +80,19 @@ struct Settings {
     keepalive: Duration,
 }
 
+/// A connection accepted or connected in this round of the state task, not yet handed to
+/// its task: what the core sends on it meanwhile — the empty frame that puts a socket in
+/// service, when its establishment takes no time — is written here at once.
+struct Fresh {
+    stream: TcpStream,
+    inbox: mpsc::UnboundedReceiver<Order>,
+}
+
 /// The state task's side: a handle per live connection.
 pub(crate) struct Connections {
     orders: HashMap<ConnectionId, mpsc::UnboundedSender<Order>>,
+    /// Connections of this round, handed to their tasks at the end of [`Connections::execute`].
+    fresh: HashMap<ConnectionId, Fresh>,
     events: mpsc::Sender<SocketEvent>,
     settings: Settings,
     /// The most connections held at once: the open-file limit less [`HEADROOM`]. Past it a
@@ -151,6 +161,7 @@ impl Connections {
         });
         let connections = Connections {
             orders: HashMap::new(),
+            fresh: HashMap::new(),
             events,
             settings,
             max_connections,
@@ -180,12 +191,7 @@ impl Connections {
                 from,
                 stream,
             } => match gatekeeper.accept(now, local, from) {
-                Ok(id) => {
-                    let (orders, inbox) = mpsc::unbounded_channel();
-                    self.orders.insert(id, orders);
-                    let events = self.events.clone();
-                    tokio::spawn(drive(id, stream, inbox, events, self.settings));
-                }
+                Ok(id) => self.hold(id, stream),
                 Err(_) => reset(stream),
             },
             SocketEvent::Refused(reason) => gatekeeper.refused(reason),
@@ -202,20 +208,56 @@ impl Connections {
         }
     }
 
-    /// Carries out what the core asked for; whether it asked for anything (then the
-    /// connection tasks have work, and the state task should let them run).
+    /// Carries out what the core asked for, then hands this round's connections to their
+    /// tasks; whether there was anything to do (then the connection tasks have work, and
+    /// the state task should let them run).
     pub fn execute(&mut self, gatekeeper: &mut Gatekeeper) -> bool {
-        let mut any = false;
+        let mut any = !self.fresh.is_empty();
         // A connect refused for want of descriptors makes the core ask for the next one at
         // once: carry that out too (each round takes the phone to a C-LAN it has not
         // tried, so the rounds are few).
         loop {
             let commands = gatekeeper.take_commands();
             if commands.is_empty() {
-                return any;
+                break;
             }
             any = true;
             self.carry_out(gatekeeper, commands);
+        }
+        for (id, Fresh { stream, inbox }) in self.fresh.drain() {
+            tokio::spawn(drive(id, stream, inbox, self.events.clone(), self.settings));
+        }
+        any
+    }
+
+    /// Holds a connection just accepted or connected until the end of the round.
+    fn hold(&mut self, id: ConnectionId, stream: TcpStream) {
+        let (orders, inbox) = mpsc::unbounded_channel();
+        self.orders.insert(id, orders);
+        self.fresh.insert(id, Fresh { stream, inbox });
+    }
+
+    /// Sends `payload` on a connection: written at once when the connection is of this
+    /// round and its send buffer takes it whole (a fresh socket's always does), otherwise
+    /// (what is left of it) through its task, which writes what it is given in order.
+    ///
+    /// The write is the system call itself (`send`, non-blocking): tokio's `try_write`
+    /// answers "would block" without trying until the runtime's poller has seen the new
+    /// socket writable, and that waited a round of the state task — under a storm of RRQs,
+    /// a TTS phone's frame went out 100 ms and more after its handshake.
+    fn send(&mut self, id: ConnectionId, payload: Bytes) {
+        let rest = match self.fresh.get(&id) {
+            Some(fresh) => match SockRef::from(&fresh.stream).send(&payload) {
+                Ok(written) if written == payload.len() => return,
+                Ok(written) => payload.slice(written..),
+                // The task's own write finds out what went wrong, and reports it.
+                Err(_) => payload,
+            },
+            None => payload,
+        };
+        if let Some(orders) = self.orders.get(&id) {
+            // A task that already ended has reported (or will report) its end.
+            let _ = orders.send(Order::Send(rest));
         }
     }
 
@@ -231,15 +273,15 @@ impl Connections {
                 Command::Connect { id, from, to } => {
                     self.connect(gatekeeper, id, SocketAddr::new(from, 0), to);
                 }
-                Command::Send { id, payload } => {
-                    if let Some(orders) = self.orders.get(&id) {
-                        // A task that already ended has reported (or will report) its end.
-                        let _ = orders.send(Order::Send(payload));
-                    }
-                }
-                Command::Close { id, reset } => {
-                    if let Some(orders) = self.orders.remove(&id) {
-                        let _ = orders.send(Order::Close { reset });
+                Command::Send { id, payload } => self.send(id, payload),
+                Command::Close { id, reset: rst } => {
+                    if let Some(fresh) = self.fresh.remove(&id) {
+                        self.orders.remove(&id);
+                        if rst {
+                            reset(fresh.stream);
+                        }
+                    } else if let Some(orders) = self.orders.remove(&id) {
+                        let _ = orders.send(Order::Close { reset: rst });
                     }
                 }
             }
@@ -261,16 +303,15 @@ impl Connections {
         from: SocketAddr,
         to: SocketAddr,
     ) {
-        let (orders, inbox) = mpsc::unbounded_channel();
-        let events = self.events.clone();
         match start_connect(from, to) {
             Ok(Connecting::Established(stream)) => {
-                self.orders.insert(id, orders);
-                tokio::spawn(drive(id, stream, inbox, events, self.settings));
+                self.hold(id, stream);
                 gatekeeper.connected(Instant::now(), id);
             }
             Ok(Connecting::InProgress(stream)) => {
+                let (orders, inbox) = mpsc::unbounded_channel();
                 self.orders.insert(id, orders);
+                let events = self.events.clone();
                 tokio::spawn(connect(id, stream, inbox, events, self.settings));
             }
             Err(error) => {
@@ -468,18 +509,7 @@ fn open_from(from: SocketAddr) -> io::Result<Socket> {
 /// C-LAN's IP from bind on, which only matters past some 28,000 connects per C-LAN.
 #[cfg(target_os = "linux")]
 fn bind_address_no_port(socket: &Socket) {
-    use std::os::fd::AsRawFd;
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt reads `size_of::<c_int>()` octets from a live c_int.
-    unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_BIND_ADDRESS_NO_PORT,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    super::sockets::set_int_option(socket, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1);
 }
 
 /// One connection's life: reads what the phone sends through a TPKT reader and reports it,

@@ -22,22 +22,34 @@ const BUFFER_BYTES: usize = 4 << 20;
 /// 80,000 queued RAS requests.
 const FORCED_RECEIVE_BYTES: usize = 64 << 20;
 
-/// `SO_RCVBUFFORCE`: true when the kernel took it.
-#[cfg(target_os = "linux")]
-fn force_receive_buffer(socket: &Socket, bytes: usize) -> bool {
-    use std::os::fd::AsRawFd;
-    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: setsockopt reads `size_of::<c_int>()` octets from a live c_int.
+/// Sets an integer socket option that `socket2` does not name (setsockopt(2)): true when
+/// the kernel took it.
+#[cfg(unix)]
+pub(crate) fn set_int_option(
+    socket: &impl std::os::fd::AsRawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> bool {
+    // SAFETY: setsockopt reads `size_of::<c_int>()` octets from a live c_int, on a
+    // descriptor the caller holds open.
     let done = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUFFORCE,
+            level,
+            name,
             (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
     done == 0
+}
+
+/// `SO_RCVBUFFORCE`: true when the kernel took it.
+#[cfg(target_os = "linux")]
+fn force_receive_buffer(socket: &Socket, bytes: usize) -> bool {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    set_int_option(socket, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, value)
 }
 
 #[cfg(not(target_os = "linux"))]
