@@ -86,6 +86,9 @@ pub(super) struct Life<'a> {
     pub socket: Option<PhoneSocket>,
     /// This phone's seed (also the first half of its call identifiers).
     seed: u64,
+    /// When the kernel received the last datagram [`Life::receive`] returned, since the UNIX
+    /// epoch: an RCF's is where its time to service starts.
+    heard_at: Duration,
 }
 
 /// The wall clock, since the UNIX epoch (what crosses processes, and pcap time).
@@ -105,6 +108,7 @@ impl<'a> Life<'a> {
             outcome: Outcome::default(),
             socket: None,
             seed,
+            heard_at: Duration::ZERO,
         }
     }
 
@@ -183,7 +187,7 @@ impl<'a> Life<'a> {
     async fn receive(&mut self, deadline: Instant) -> Option<(Answer, SocketAddr)> {
         loop {
             let left = deadline.checked_duration_since(Instant::now())?;
-            let Some((datagram, from)) = tokio::time::timeout(left, self.line.recv_from())
+            let Some((datagram, from, at)) = tokio::time::timeout(left, self.line.recv_from())
                 .await
                 .ok()?
             else {
@@ -196,6 +200,7 @@ impl<'a> Life<'a> {
             }
             self.record(from, self.phone.ras_address, &datagram);
             if let Ok(answer) = Answer::read(&datagram) {
+                self.heard_at = at;
                 return Some((answer, from));
             }
         }
@@ -286,7 +291,7 @@ impl<'a> Life<'a> {
                     self.outcome.call_signal_address = call_signal_address;
                     if let Some(socket) = &mut self.socket {
                         socket
-                            .registered(call_signal_address, now, self.plan.give_up)
+                            .registered(call_signal_address, self.heard_at, self.plan.give_up)
                             .await;
                     }
                     return true;

@@ -22,6 +22,7 @@ mod port;
 pub mod report;
 mod shard;
 mod signalling;
+mod stamp;
 pub(crate) use signalling::Backoff;
 mod tally;
 

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use quinn_udp::{RecvMeta, Transmit, UdpSocketState, BATCH_SIZE};
@@ -29,8 +30,9 @@ use crate::gatekeeper::MAX_DATAGRAM;
 /// Octets a receive slot holds: as much as the gatekeeper reads from a phone.
 const SLOT: usize = MAX_DATAGRAM + 1;
 
-/// A datagram for a phone, and where it came from.
-type Delivery = (Bytes, SocketAddr);
+/// A datagram for a phone, where it came from, and when the kernel received it (since the
+/// UNIX epoch; see [`super::stamp`]).
+type Delivery = (Bytes, SocketAddr, Duration);
 
 /// The shared socket.
 pub(super) struct Port {
@@ -155,9 +157,11 @@ impl Router {
                     continue;
                 };
                 let from = SocketAddr::new(meta.addr.ip().to_canonical(), meta.addr.port());
+                // quinn-udp asks the kernel for receive times (Linux).
+                let at = meta.timestamp.unwrap_or_else(super::life::wall_time);
                 // Coalesced datagrams (GRO) come `stride` octets apart.
                 for datagram in slot[..meta.len].chunks(meta.stride.max(1)) {
-                    let _ = line.send((Bytes::copy_from_slice(datagram), from));
+                    let _ = line.send((Bytes::copy_from_slice(datagram), from, at));
                 }
             }
             // The phones just handed datagrams answer before the next batch is read.
@@ -198,7 +202,7 @@ mod tests {
             peer.send_to(&octet, line.local_addr()).await.unwrap();
         }
         for line in &mut lines {
-            let (datagram, from) = tokio::time::timeout(wait, line.recv_from())
+            let (datagram, from, _) = tokio::time::timeout(wait, line.recv_from())
                 .await
                 .unwrap()
                 .unwrap();

@@ -15,11 +15,15 @@
 //! Either way the socket is **in service** when the gatekeeper writes the empty TPKT frame
 //! [`SERVICE_FRAME`] (`03 00 00 04`) on it, which it does once the socket's establishment
 //! (its `setup_ms`) is over. **Time to service** is from the RCF to that frame, measured once
-//! per registration (a socket lost and won back later is not measured again). The phone then
-//! holds the connection, reading and ignoring whatever comes, until the gatekeeper closes it
-//! (counted; a non-TTS phone connects again, a TTS phone waits for the next connection), the
-//! registration ends (a gatekeeper-sent URQ) or the storm does. [`PhoneSocket`] is that life,
-//! one task a registration, driven by the phone's [`super::life`].
+//! per registration (a socket lost and won back later is not measured again): from when the
+//! kernel received the RCF for a TTS phone, from when it acted on it (connecting) for a
+//! non-TTS phone, to when the kernel received the frame ([`super::stamp`]), so that the
+//! storm's own load counts as little as it can.
+//! The phone then holds the connection, reading and ignoring whatever comes, until the
+//! gatekeeper closes it (counted; a non-TTS phone connects again, a TTS phone waits for the
+//! next connection), the registration ends (a gatekeeper-sent URQ) or the storm does.
+//! [`PhoneSocket`] is that life, one task a registration, driven by the phone's
+//! [`super::life`].
 
 use std::collections::HashMap;
 use std::io;
@@ -123,18 +127,18 @@ impl FrameScan {
     }
 }
 
-/// Reads `stream` until the empty TPKT frame: `Ok(true)` when it came, `Ok(false)` when the
-/// connection ended first.
-async fn service_frame(stream: &mut TcpStream) -> io::Result<bool> {
+/// Reads `stream` until the empty TPKT frame: `Ok(Some(when the kernel received it))`, or
+/// `Ok(None)` when the connection ended first.
+async fn service_frame(stream: &mut TcpStream) -> io::Result<Option<Duration>> {
     let mut scan = FrameScan::default();
     let mut buffer = [0u8; 512];
     loop {
-        let n = stream.read(&mut buffer).await?;
+        let (n, at) = super::stamp::read(stream, &mut buffer).await?;
         if n == 0 {
-            return Ok(false);
+            return Ok(None);
         }
         if scan.feed(&buffer[..n]) {
-            return Ok(true);
+            return Ok(Some(at));
         }
     }
 }
@@ -220,7 +224,8 @@ impl Record {
 
 /// Why [`connect_until_service`] returned no socket.
 enum Attempt {
-    Service(TcpStream),
+    /// In service: the stream, and when the kernel received its frame.
+    Service(TcpStream, Duration),
     TurnedAway,
     Failed(io::Error),
     GaveUp,
@@ -238,6 +243,7 @@ async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
         Ok(socket) => socket,
         Err(error) => return Attempt::Failed(error),
     };
+    super::stamp::ask(&socket);
     let mut stream = match tokio::time::timeout_at(give_up.into(), socket.connect(to)).await {
         Err(_) => return Attempt::GaveUp,
         Ok(Ok(stream)) => stream,
@@ -245,8 +251,8 @@ async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
         Ok(Err(error)) => return Attempt::Failed(error),
     };
     match service_frame(&mut stream).await {
-        Ok(true) => Attempt::Service(stream),
-        Ok(false) => Attempt::TurnedAway,
+        Ok(Some(at)) => Attempt::Service(stream, at),
+        Ok(None) => Attempt::TurnedAway,
         Err(error) if turned_away(&error) => Attempt::TurnedAway,
         Err(error) => Attempt::Failed(error),
     }
@@ -254,19 +260,20 @@ async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
 
 /// A non-TTS phone's way to a socket: connects from its IP `from` to the C-LAN's signalling
 /// address `to` until a connection is put in service, waiting a [`Backoff`] after each
-/// rejection (counted in `record`, as other failures are). `None` once `give_up` has passed
-/// with no socket: no attempt starts after it.
+/// rejection (counted in `record`, as other failures are): the socket, and when the kernel
+/// received its frame. `None` once `give_up` has passed with no socket: no attempt starts
+/// after it.
 pub(super) async fn connect_until_service(
     from: IpAddr,
     to: SocketAddr,
     give_up: Instant,
     rng: &mut ChaCha8Rng,
     record: &mut Record,
-) -> Option<TcpStream> {
+) -> Option<(TcpStream, Duration)> {
     let mut backoff = Backoff::default();
     while Instant::now() < give_up {
         match attempt(from, to, give_up).await {
-            Attempt::Service(stream) => return Some(stream),
+            Attempt::Service(stream, at) => return Some((stream, at)),
             Attempt::TurnedAway => record.rejected += 1,
             // Named by the C-LAN, not the phone, so that phones' failures add up.
             Attempt::Failed(error) => record.errors.push(format!("connecting to {to}: {error}")),
@@ -285,11 +292,12 @@ pub(super) struct Inbox(UnboundedReceiver<TcpStream>);
 /// A TTS phone's way to a socket: takes the connections made to it until one is put in
 /// service. One that ends first is dropped, and so is one still waiting for its frame when a
 /// newer one comes (the gatekeeper is setting up the newer). Once the acceptor is gone, waits
-/// on what it has (for ever when nothing).
-pub(super) async fn accept_until_service(inbox: &mut Inbox) -> TcpStream {
+/// on what it has (for ever when nothing). Returns the socket and when the kernel received
+/// its frame.
+pub(super) async fn accept_until_service(inbox: &mut Inbox) -> (TcpStream, Duration) {
     /// What happened while waiting for the frame.
     enum Heard {
-        Frame,
+        Frame(Duration),
         Ended,
         Newer(TcpStream),
         AcceptorGone,
@@ -306,7 +314,7 @@ pub(super) async fn accept_until_service(inbox: &mut Inbox) -> TcpStream {
         };
         let heard = tokio::select! {
             got = service_frame(stream) => match got {
-                Ok(true) => Heard::Frame,
+                Ok(Some(at)) => Heard::Frame(at),
                 _ => Heard::Ended,
             },
             newer = inbox.0.recv(), if open => match newer {
@@ -315,7 +323,7 @@ pub(super) async fn accept_until_service(inbox: &mut Inbox) -> TcpStream {
             },
         };
         match heard {
-            Heard::Frame => return current.take().expect("the stream just read"),
+            Heard::Frame(at) => return (current.take().expect("the stream just read"), at),
             Heard::Ended => current = None,
             Heard::Newer(newer) => current = Some(newer),
             Heard::AcceptorGone => open = false,
@@ -339,6 +347,8 @@ impl Listener {
         #[cfg(any(target_os = "linux", target_os = "android"))]
         socket.bind_device(Some(b"lo"))?;
         socket.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)).into())?;
+        // Accepted connections inherit it: their frames are stamped on arrival.
+        super::stamp::ask(&socket);
         socket.listen(backlog)?;
         socket.set_nonblocking(true)?;
         let listener = TcpListener::from_std(socket.into())?;
@@ -463,13 +473,14 @@ impl PhoneSocket {
         }
     }
 
-    /// A full RCF came at `at`, naming `call_signal_address`: the phone gets a socket for
+    /// A full RCF came at `at` (when the kernel received it, since the UNIX epoch), naming
+    /// `call_signal_address`: the phone gets a socket for
     /// this registration (a non-TTS phone already connecting or connected to that same
     /// address keeps at it; a TTS phone keeps waiting or holding).
     pub async fn registered(
         &mut self,
         call_signal_address: Option<SocketAddr>,
-        at: Instant,
+        at: Duration,
         give_up: Instant,
     ) {
         if let Some(running) = &self.running {
@@ -493,11 +504,20 @@ impl PhoneSocket {
                 return;
             }
         };
+        // A TTS phone's time to service starts when its RCF arrived: the gatekeeper connects
+        // then, whatever the phone is doing. A non-TTS phone's starts when it acts on the RCF
+        // (now, as it connects): a real phone does within a millisecond, while a storm
+        // process's thousands of phones on one thread can leave an RCF waiting 100 ms and
+        // more under a burst — the simulator's delay, not the gatekeeper's.
+        let rcf_at = match way {
+            Way::Accept(_) => at,
+            Way::Connect => super::life::wall_time(),
+        };
         let (stop, stopped) = oneshot::channel();
         let life = SocketLife {
             own: self.own,
             to,
-            rcf_at: at,
+            rcf_at,
             give_up,
             gauge: self.gauge.clone(),
             rng: ChaCha8Rng::from_rng(&mut self.rng),
@@ -535,7 +555,9 @@ impl PhoneSocket {
 struct SocketLife {
     own: IpAddr,
     to: Option<SocketAddr>,
-    rcf_at: Instant,
+    /// Where its time to service starts, since the UNIX epoch (see
+    /// [`PhoneSocket::registered`]).
+    rcf_at: Duration,
     give_up: Instant,
     gauge: Gauge,
     rng: ChaCha8Rng,
@@ -557,16 +579,16 @@ impl SocketLife {
                 got = self.obtain(&mut way, &mut record) => got,
                 _ = &mut stop => return (record, way, None),
             };
-            let Some(mut stream) = got else {
+            let Some((mut stream, at)) = got else {
                 // Given up: no socket for this registration.
                 let _ = stop.await;
                 return (record, way, None);
             };
             if !measured {
-                record.times_to_service.push(self.rcf_at.elapsed());
+                record.times_to_service.push(at.saturating_sub(self.rcf_at));
                 measured = true;
             }
-            record.last_in_service = Some(super::life::wall_time());
+            record.last_in_service = Some(at);
             let peer = stream.peer_addr().ok();
             let in_service = self.gauge.hold();
             tokio::select! {
@@ -586,8 +608,13 @@ impl SocketLife {
         }
     }
 
-    /// A socket in service, by the phone's way; `None` when a non-TTS phone gave up.
-    async fn obtain(&mut self, way: &mut Way, record: &mut Record) -> Option<TcpStream> {
+    /// A socket in service, by the phone's way, and when the kernel received its frame;
+    /// `None` when a non-TTS phone gave up.
+    async fn obtain(
+        &mut self,
+        way: &mut Way,
+        record: &mut Record,
+    ) -> Option<(TcpStream, Duration)> {
         match (way, self.to) {
             (Way::Accept(inbox), _) => Some(accept_until_service(inbox).await),
             (Way::Connect, Some(to)) => {
@@ -605,6 +632,12 @@ mod tests {
 
     /// Bounds every wait of these tests.
     const WAIT: Duration = Duration::from_secs(10);
+
+    /// The phone's RCF, naming `clan`, came now; it gives up after [`WAIT`].
+    async fn registered_now(phone: &mut PhoneSocket, clan: Option<SocketAddr>) {
+        let now = crate::storm::life::wall_time();
+        phone.registered(clan, now, Instant::now() + WAIT).await;
+    }
 
     #[test]
     fn the_backoff_doubles_from_50_ms_to_2_s_with_jitter_within_half() {
@@ -688,8 +721,7 @@ mod tests {
         let own = IpAddr::from([127, 9, 1, 1]);
         let rng = ChaCha8Rng::seed_from_u64(1);
         let mut phone = PhoneSocket::new(own, Way::Connect, gauge.clone(), rng);
-        let rcf_at = Instant::now();
-        phone.registered(Some(clan), rcf_at, rcf_at + WAIT).await;
+        registered_now(&mut phone, Some(clan)).await;
         let gatekeeper_side = tokio::time::timeout(WAIT, held.recv())
             .await
             .expect("the phone connects again")
@@ -733,8 +765,7 @@ mod tests {
         let rng = ChaCha8Rng::seed_from_u64(2);
         let own = IpAddr::from([127, 9, 2, 1]);
         let mut phone = PhoneSocket::new(own, Way::Connect, gauge.clone(), rng);
-        let now = Instant::now();
-        phone.registered(Some(clan), now, now + WAIT).await;
+        registered_now(&mut phone, Some(clan)).await;
         let first = tokio::time::timeout(WAIT, held.recv()).await.unwrap();
         drop(first); // the gatekeeper closes the socket in service
         let second = tokio::time::timeout(WAIT, held.recv()).await.unwrap();
@@ -845,8 +876,7 @@ mod tests {
         let rng = ChaCha8Rng::seed_from_u64(5);
         let inbox = inboxes.pop().unwrap();
         let mut phone = PhoneSocket::new(IpAddr::V4(ip), Way::Accept(inbox), gauge.clone(), rng);
-        let rcf_at = Instant::now();
-        phone.registered(None, rcf_at, rcf_at + WAIT).await;
+        registered_now(&mut phone, None).await;
         let socket = TcpSocket::new_v4().unwrap();
         socket.bind("127.0.9.5:0".parse().unwrap()).unwrap();
         let mut gatekeeper_side = socket.connect(SocketAddr::from((ip, port))).await.unwrap();
@@ -888,7 +918,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         tx.send(newer_phone).unwrap();
         newer.write_all(&SERVICE_FRAME).await.unwrap();
-        let held = tokio::time::timeout(WAIT, waiting).await.unwrap().unwrap();
+        let (held, _) = tokio::time::timeout(WAIT, waiting).await.unwrap().unwrap();
         assert_eq!(held.peer_addr().unwrap(), newer.local_addr().unwrap());
         let mut octet = [0u8; 1];
         let dropped = tokio::time::timeout(WAIT, older.read(&mut octet))
