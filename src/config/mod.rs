@@ -14,7 +14,7 @@ mod error;
 mod file;
 mod model;
 mod routing;
-mod toml_error;
+pub(crate) mod toml_error;
 
 use std::path::Path;
 

@@ -3,7 +3,8 @@
 //! gatekeeper core with simulated phones that behave as the storm's do, with no sockets and
 //! no clock, so that hours pass in seconds and the same inputs give the same report.
 //!
-//! - [`scenario`]: the scenario file.
+//! - [`scenario`]: the scenario file; `lab`: what of it can only be checked against the
+//!   lab's configuration, checked before the plan runs ([`check`]).
 //! - [`world`]: the core, the network and the connections in virtual time.
 //! - [`phones`]: the simulated phones.
 //! - [`tally`]: what is recorded while it runs.
@@ -12,6 +13,7 @@
 //!   page; [`output`]: what `--report-dir` writes with them.
 
 pub mod chart;
+mod lab;
 pub mod output;
 pub mod page;
 pub mod phones;
@@ -20,7 +22,6 @@ pub mod scenario;
 pub mod tally;
 pub mod world;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -62,15 +63,24 @@ pub struct Planned {
     pub tally: Tally,
 }
 
-/// Plans `scenario` on `config` (named `name` in the report); `progress` hears the
-/// virtual seconds reached about every virtual minute.
+/// Checks `scenario` against the lab `config` (named `name` in errors) without running it:
+/// its phones are placed in the regions and made TTS as it says, its reloads load, and its
+/// events name C-LANs of the configuration in force at their time. Errors name the
+/// scenario's file and field, as [`Scenario::load`]'s do.
+pub fn check(scenario: &Scenario, config: &Config, name: &str) -> Result<(), PlanError> {
+    lab::against(scenario, config, name).map(|_| ())
+}
+
+/// Plans `scenario` on `config` (named `name` in the report and in errors), once it has
+/// passed [`check`]; `progress` hears the virtual seconds reached about every virtual
+/// minute.
 pub fn plan(
     scenario: &Scenario,
     config: Config,
     name: &str,
     progress: impl FnMut(f64),
 ) -> Result<Planned, PlanError> {
-    let reloads = reloads(scenario)?;
+    let reloads = lab::against(scenario, &config, name)?;
     let mut world = world::World::new(scenario, config, reloads)?;
     world.on_progress(progress);
     world.run();
@@ -79,23 +89,6 @@ pub fn plan(
         report,
         tally: std::mem::take(&mut world.tally),
     })
-}
-
-/// The configurations of the scenario's reload events, by event index.
-fn reloads(scenario: &Scenario) -> Result<HashMap<usize, Config>, PlanError> {
-    let mut reloads = HashMap::new();
-    for (index, timed) in scenario.events.iter().enumerate() {
-        if let scenario::Event::Reload(path) = &timed.event {
-            let config = config::load(path).map_err(|e| {
-                PlanError::Config(format!(
-                    "{}: the reload at {} s: {e}",
-                    scenario.origin, timed.at_s
-                ))
-            })?;
-            reloads.insert(index, config);
-        }
-    }
-    Ok(reloads)
 }
 
 /// A configuration file, or the embedded default; with the name the report gives it.
@@ -134,6 +127,10 @@ fn run_plans(args: &PlanArgs) -> Result<bool, String> {
     let mut configs = vec![configuration(args.config.as_ref())?];
     if let Some(other) = &args.compare {
         configs.push(configuration(Some(other))?);
+    }
+    // Every lab before any plan runs: a mistake against B is not found an hour into A.
+    for (config, name) in &configs {
+        check(&scenario, config, name).map_err(|e| e.to_string())?;
     }
     let started = std::time::Instant::now();
     let bar = progress_bar(scenario.duration_s, configs.len());

@@ -1,7 +1,10 @@
 //! A plan's scenario file: the phones (groups with a home region or an IP range, how they
 //! arrive, the TTL they ask for, their calls), a timeline of events at virtual times (a
 //! C-LAN out of or back into service, a cap changed, a gatekeeper restart, a reload), a
-//! duration and a seed. Read from TOML; every mistake is named with its file and field.
+//! duration and a seed. Read from TOML; every mistake is named with its file and field, as
+//! `FILE: FIELD: REASON` with the configuration's key paths (`group[0].count`: arrays of
+//! tables count from 0, in file order). What can only be checked against a lab is checked
+//! by [`super::check()`] before the plan runs. fixtures/plan/bad/ holds a file per check.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -60,6 +63,8 @@ pub struct Group {
     pub call_hold_s: f64,
     /// Digits each call dials (the phone's extension appended).
     pub dial: String,
+    /// The key its addresses were given by (`region`, `regions` or `network`), for errors.
+    pub(crate) addresses_key: &'static str,
 }
 
 /// Where a group's phones take their addresses.
@@ -85,6 +90,8 @@ pub struct Arrival {
 /// An event of the timeline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TimedEvent {
+    /// Its place among the file's `[[event]]`s, from 0 (`event[N]` in errors).
+    pub index: usize,
     /// When, virtual seconds.
     pub at_s: f64,
     /// What.
@@ -112,6 +119,27 @@ pub enum Event {
 }
 
 impl Event {
+    /// The key of its `[[event]]` that says what it does (what an error about it names).
+    pub fn key(&self) -> &'static str {
+        match self {
+            Event::OutOfService(_) => "out_of_service",
+            Event::InService(_) => "in_service",
+            Event::Cap { .. } => "cap.clan",
+            Event::Restart => "restart",
+            Event::Reload(_) => "reload",
+        }
+    }
+
+    /// The C-LAN it names, if it names one.
+    pub fn clan(&self) -> Option<&str> {
+        match self {
+            Event::OutOfService(clan) | Event::InService(clan) | Event::Cap { clan, .. } => {
+                Some(clan)
+            }
+            Event::Restart | Event::Reload(_) => None,
+        }
+    }
+
     /// How the report names it.
     pub fn label(&self) -> String {
         match self {
@@ -134,14 +162,15 @@ impl Event {
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// The file cannot be read.
-    #[error("cannot read the scenario {path}: {error}")]
+    #[error("{path}: cannot read: {error}")]
     Read {
         /// The file.
         path: String,
         /// Why.
         error: std::io::Error,
     },
-    /// The TOML does not parse or does not fit the scenario's shape.
+    /// The TOML does not parse, at no key in particular (a key's wrong type, an unknown or
+    /// missing key is a [`ScenarioError::Field`]).
     #[error("{origin}: {message}")]
     Toml {
         /// The file.
@@ -154,7 +183,7 @@ pub enum ScenarioError {
     Field {
         /// The file.
         origin: String,
-        /// The field, as written in the file (`group[2].count`).
+        /// The field, as a key path into the file (`group[2].count`, the third group's).
         field: String,
         /// What is wrong.
         message: String,
@@ -264,6 +293,10 @@ pub const MAX_PHONES: usize = 1_000_000;
 /// The longest plan, virtual seconds (a week).
 pub const MAX_DURATION_S: f64 = 7.0 * 86_400.0;
 
+/// The most entries of a group's `regions` (a region may be listed more than once to take
+/// more of the turns).
+pub const MAX_REGION_ENTRIES: usize = 255;
+
 impl Scenario {
     /// Reads and checks a scenario file; a reload's path is taken relative to the file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
@@ -278,9 +311,20 @@ impl Scenario {
     /// Parses and checks a scenario; `origin` names it in errors, `folder` is where
     /// reload paths are relative to.
     pub fn from_toml(text: &str, origin: &str, folder: &Path) -> Result<Scenario, ScenarioError> {
-        let file: File = toml::from_str(text).map_err(|e| ScenarioError::Toml {
-            origin: origin.to_string(),
-            message: e.to_string().trim_end().to_string(),
+        let file: File = toml::from_str(text).map_err(|e| {
+            let e = crate::config::toml_error::from_toml_error(&e, text, origin);
+            if e.field.is_empty() {
+                ScenarioError::Toml {
+                    origin: e.origin,
+                    message: e.reason,
+                }
+            } else {
+                ScenarioError::Field {
+                    origin: e.origin,
+                    field: e.field,
+                    message: e.reason,
+                }
+            }
         })?;
         let field = |field: String, message: String| ScenarioError::Field {
             origin: origin.to_string(),
@@ -338,8 +382,17 @@ impl Scenario {
         let mut groups = Vec::new();
         let mut total = 0usize;
         for (i, group) in file.groups.into_iter().enumerate() {
-            let at = |name: &str| format!("group[{}].{name}", i + 1);
+            let at = |name: &str| format!("group[{i}].{name}");
             let checked = check_group(group, i, &at, duration_s).map_err(|(f, m)| field(f, m))?;
+            if let Some(j) = groups.iter().position(|g: &Group| g.name == checked.name) {
+                return Err(field(
+                    at("name"),
+                    format!(
+                        "{:?} is group[{j}]'s name too; the report tells groups apart by name",
+                        checked.name
+                    ),
+                ));
+            }
             total = total.saturating_add(checked.count);
             groups.push(checked);
         }
@@ -353,8 +406,10 @@ impl Scenario {
         check_extensions(&groups).map_err(|(f, m)| field(f, m))?;
         let mut events = Vec::new();
         for (i, event) in file.events.into_iter().enumerate() {
-            let at = |name: &str| format!("event[{}].{name}", i + 1);
-            events.push(check_event(event, &at, duration_s, folder).map_err(|(f, m)| field(f, m))?);
+            let at = |name: &str| format!("event[{i}].{name}");
+            events.push(
+                check_event(event, i, &at, duration_s, folder).map_err(|(f, m)| field(f, m))?,
+            );
         }
         // Stable: events at one instant keep their file order.
         events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
@@ -389,6 +444,19 @@ fn check_group(
     if group.count == 0 {
         return Err((at("count"), "a group needs at least one phone".into()));
     }
+    if group.name.as_ref().is_some_and(|n| n.trim().is_empty()) {
+        return Err((
+            at("name"),
+            "a group's name may not be empty: the report names the group by it (leave it out \
+             for \"group N\")"
+                .into(),
+        ));
+    }
+    let addresses_key = match (&group.region, &group.regions, &group.network) {
+        (_, _, Some(_)) => "network",
+        (_, Some(_), None) => "regions",
+        _ => "region",
+    };
     let regions = match (group.region, group.regions) {
         (Some(_), Some(_)) => {
             return Err((
@@ -417,9 +485,19 @@ fn check_group(
         (Some(regions), None) => {
             if regions.is_empty() || regions.contains(&0) {
                 return Err((
-                    at("regions"),
+                    at(addresses_key),
                     "regions are 1 to 255 (the phones of region R take 127.R.x.y), at least one"
                         .into(),
+                ));
+            }
+            if regions.len() > MAX_REGION_ENTRIES {
+                return Err((
+                    at("regions"),
+                    format!(
+                        "{} entries; at most {MAX_REGION_ENTRIES} (list a region twice to give \
+                         it two turns in each round)",
+                        regions.len()
+                    ),
                 ));
             }
             let addresses = Addresses::Regions(regions);
@@ -479,10 +557,31 @@ fn check_group(
             if !(rate.is_finite() && rate > 0.0) {
                 return Err((at("rate_per_s"), format!("{rate} is not a rate above 0")));
             }
-            1.0 / rate
+            let gap_s = 1.0 / rate;
+            let last_s = start_s + (group.count - 1) as f64 * gap_s;
+            if last_s > duration_s {
+                return Err((
+                    at("rate_per_s"),
+                    format!(
+                        "at {rate} a second from start_s ({start_s}), its last phone would \
+                         arrive at {last_s} s, after duration_s ({duration_s}), and never be \
+                         planned"
+                    ),
+                ));
+            }
+            gap_s
         }
         (None, Some(over)) => {
             in_time("over_s", over)?;
+            if start_s + over > duration_s {
+                return Err((
+                    at("over_s"),
+                    format!(
+                        "start_s ({start_s}) and over_s ({over}) end after duration_s \
+                         ({duration_s}): its last phones would arrive too late to be planned"
+                    ),
+                ));
+            }
             if group.count > 1 {
                 over / (group.count - 1) as f64
             } else {
@@ -522,6 +621,25 @@ fn check_group(
             format!("{:?} is not 1 to 16 digits", group.dial),
         ));
     }
+    let tts = tts_phones(group.count, group.tts_share);
+    for (key, from, phones) in [
+        (
+            "extensions_from",
+            group.extensions_from,
+            group.count as u64 - tts,
+        ),
+        ("tts_extensions_from", group.tts_extensions_from, tts),
+    ] {
+        if phones > 0 && u64::from(from) + phones - 1 > u64::from(u32::MAX) {
+            return Err((
+                at(key),
+                format!(
+                    "{phones} extensions from {from} run past {}, the largest extension",
+                    u32::MAX
+                ),
+            ));
+        }
+    }
     Ok(Group {
         name: group.name.unwrap_or_else(|| format!("group {}", index + 1)),
         count: group.count,
@@ -534,7 +652,13 @@ fn check_group(
         calls_per_hour: group.calls_per_hour,
         call_hold_s: group.call_hold_s,
         dial: group.dial,
+        addresses_key,
     })
+}
+
+/// How many of `count` phones a share of `tts_share` makes TTS.
+fn tts_phones(count: usize, tts_share: f64) -> u64 {
+    (count as f64 * tts_share).floor() as u64
 }
 
 /// `a.b.c.d/p`, IPv4.
@@ -565,7 +689,7 @@ fn check_addresses(groups: &[Group]) -> Result<(), FieldError> {
         for n in 0..group.count {
             if !seen.insert(group.address(n)) {
                 return Err((
-                    format!("group[{}]", i + 1),
+                    format!("group[{i}]"),
                     format!(
                         "its phone {} has the address {} of an earlier group's phone; give \
                          the groups different regions or networks",
@@ -585,7 +709,7 @@ fn check_extensions(groups: &[Group]) -> Result<(), FieldError> {
     // Each group's extensions: its non-TTS and its TTS phones, each a run from its start.
     let mut runs: Vec<(u64, u64, usize, &str)> = Vec::new();
     for (i, group) in groups.iter().enumerate() {
-        let tts = (group.count as f64 * group.tts_share).floor() as u64;
+        let tts = tts_phones(group.count, group.tts_share);
         let other = group.count as u64 - tts;
         if other > 0 {
             let from = u64::from(group.extensions_from);
@@ -600,7 +724,7 @@ fn check_extensions(groups: &[Group]) -> Result<(), FieldError> {
         for second in &runs[a + 1..] {
             if first.0 < second.1 && second.0 < first.1 {
                 return Err((
-                    format!("group[{}].{}", second.2 + 1, second.3),
+                    format!("group[{}].{}", second.2, second.3),
                     format!(
                         "its extensions {}..{} overlap {}..{} of group[{}].{}: two phones \
                          with one extension, and the gatekeeper refuses the second",
@@ -608,7 +732,7 @@ fn check_extensions(groups: &[Group]) -> Result<(), FieldError> {
                         second.1 - 1,
                         first.0,
                         first.1 - 1,
-                        first.2 + 1,
+                        first.2,
                         first.3
                     ),
                 ));
@@ -676,6 +800,18 @@ impl Group {
         ((n + 1) as f64 * self.tts_share).floor() > (n as f64 * self.tts_share).floor()
     }
 
+    /// Phone `n`'s extension: its TTS phones number up from `tts_extensions_from`, the
+    /// others from `extensions_from`, each in phone order.
+    pub fn extension(&self, n: usize) -> u32 {
+        // TTS phones before n: the share's running total at n, as `is_tts` counts it.
+        let tts_before = (n as f64 * self.tts_share).floor() as u32;
+        if self.is_tts(n) {
+            self.tts_extensions_from + tts_before
+        } else {
+            self.extensions_from + (n as u32 - tts_before)
+        }
+    }
+
     /// When phone `n` arrives, virtual seconds.
     pub fn arrives_at(&self, n: usize) -> f64 {
         self.arrival.start_s + n as f64 * self.arrival.gap_s
@@ -684,6 +820,7 @@ impl Group {
 
 fn check_event(
     event: EventFile,
+    index: usize,
     at: &dyn Fn(&str) -> String,
     duration_s: f64,
     folder: &Path,
@@ -705,6 +842,14 @@ fn check_event(
         what.push(Event::InService(clan));
     }
     if let Some(cap) = event.cap {
+        if cap.max_sockets == 0 {
+            return Err((
+                at("cap.max_sockets"),
+                "a cap of 0 takes no phone: it must be at least 1 (to take the C-LAN's phones \
+                 away, put it out_of_service)"
+                    .into(),
+            ));
+        }
         what.push(Event::Cap {
             clan: cap.clan,
             max_sockets: cap.max_sockets,
@@ -718,6 +863,7 @@ fn check_event(
     }
     match what.len() {
         1 => Ok(TimedEvent {
+            index,
             at_s: event.at_s,
             event: what.remove(0),
         }),
@@ -793,40 +939,40 @@ mod tests {
         let cases = [
             ("duration_s = 0\n[[group]]\ncount = 1\nregion = 1\n", "s.toml: duration_s"),
             ("duration_s = 9\n", "s.toml: group: a scenario needs"),
-            ("duration_s = 9\n[[group]]\ncount = 1\n", "group[1].region"),
+            ("duration_s = 9\n[[group]]\ncount = 1\n", "group[0].region"),
             (
                 "duration_s = 9\n[[group]]\ncount = 1\nregions = [0]\n",
-                "group[1].regions: regions are 1 to 255",
+                "group[0].regions: regions are 1 to 255",
             ),
             (
                 "duration_s = 9\n[[group]]\ncount = 70000\nregions = [4]\n",
-                "group[1].count: region 4's block",
+                "group[0].count: region 4's block",
             ),
             (
                 "duration_s = 9\n[[group]]\ncount = 1\nregion = 1\nnetwork = \"10.0.0.0/8\"\n",
-                "group[1].network",
+                "group[0].network",
             ),
             (
                 "duration_s = 9\n[[group]]\ncount = 9\nnetwork = \"10.0.0.0/30\"\n",
-                "group[1].count: 9 phones do not fit",
+                "group[0].count: 9 phones do not fit",
             ),
             (
                 "duration_s = 9\n[[group]]\ncount = 1\nregion = 1\n[[event]]\nat_s = 1\n",
-                "event[1].at_s: the event says nothing",
+                "event[0].at_s: the event says nothing",
             ),
             (
                 "duration_s = 9\n[[group]]\ncount = 1\nregion = 1\n[[event]]\nat_s = 10\nrestart = true\n",
-                "event[1].at_s: 10 is not within",
+                "event[0].at_s: 10 is not within",
             ),
             (
                 "duration_s = 9\n[[group]]\ncount = 1\nregion = 1\n[[group]]\ncount = 1\nregion = 1\n",
-                "group[2]: its phone 1 has the address 127.1.1.1",
+                "group[1]: its phone 1 has the address 127.1.1.1",
             ),
-            ("duration_s = 9\nphones = 3\n", "unknown field `phones`"),
+            ("duration_s = 9\nphones = 3\n", "s.toml: phones: unknown field `phones`"),
             (
                 "duration_s = 9\n[[group]]\ncount = 10\nregion = 1\n\
                  [[group]]\ncount = 10\nregion = 2\nextensions_from = 60005\n",
-                "group[2].extensions_from: its extensions 60005..60014 overlap 60000..60009",
+                "group[1].extensions_from: its extensions 60005..60014 overlap 60000..60009",
             ),
         ];
         for (text, expected) in cases {

@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::phones::{SimPhone, Socket};
-use super::scenario::{Event, Scenario};
+use super::scenario::{Event, Scenario, ScenarioError};
 use super::tally::{ClanTrace, EventTrace, Tally};
 use crate::config::{Config, SocketMode};
 use crate::gatekeeper::{Command, ConnectionId, Gatekeeper, Transmit};
@@ -127,18 +127,11 @@ pub enum PlanError {
     /// The configuration cannot run.
     #[error("{0}")]
     Config(String),
-    /// An event names a C-LAN the configuration in force then does not have.
-    #[error("{origin}: event at {at_s} s ({label}): no C-LAN is named {clan:?} in the configuration in force then")]
-    UnknownClan {
-        /// The scenario.
-        origin: String,
-        /// When.
-        at_s: f64,
-        /// The event.
-        label: String,
-        /// The name.
-        clan: String,
-    },
+    /// The scenario does not fit the lab (an event names a C-LAN the configuration in force
+    /// then does not have, phones the lab would not place as the scenario says, a reload
+    /// that does not load): `FILE: FIELD: REASON`, as the scenario's own checks.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
 }
 
 /// The world.
@@ -195,7 +188,8 @@ pub(super) fn seconds(at: Micros) -> f64 {
 
 impl<'s> World<'s> {
     /// The world at virtual time 0: every phone waiting for its arrival, every event and
-    /// sample queued. Checks that every event's C-LAN exists when the event happens.
+    /// sample queued. The scenario has been checked against `config` and `reloads`
+    /// ([`super::check`]).
     pub fn new(
         scenario: &'s Scenario,
         mut config: Config,
@@ -206,7 +200,6 @@ impl<'s> World<'s> {
         for reloaded in reloads.values_mut() {
             prepare(reloaded, scenario.seed);
         }
-        check_events(scenario, &config, &reloads)?;
         let mut gk =
             Gatekeeper::new(config.clone()).map_err(|e| PlanError::Config(e.to_string()))?;
         gk.set_events_watched(config.rebalance.is_some());
@@ -264,11 +257,7 @@ impl<'s> World<'s> {
             for n in 0..group.count {
                 let ip = group.address(n);
                 let tts = group.is_tts(n);
-                let extension = if tts {
-                    group.tts_extensions_from + tts_before(group, n)
-                } else {
-                    group.extensions_from + (n as u32 - tts_before(group, n))
-                };
+                let extension = group.extension(n);
                 let mut phone =
                     Phone::extension(extension, SocketAddr::new(IpAddr::V4(ip), PHONE_RAS_PORT));
                 phone.time_to_live_s = group.ttl_s;
@@ -702,12 +691,6 @@ impl<'s> World<'s> {
     }
 }
 
-/// Phones of a group before phone `n` that are TTS.
-fn tts_before(group: &super::scenario::Group, n: usize) -> u32 {
-    // The share's running total at n, as `is_tts` counts it.
-    (n as f64 * group.tts_share).floor() as u32
-}
-
 /// A configuration as the plan runs it: socket mode (so that establishments, their limit
 /// and time to service are modelled; the loads are those of count mode), seeded by the
 /// scenario when it has no seed of its own.
@@ -716,35 +699,4 @@ fn prepare(config: &mut Config, seed: u64) {
     if config.gatekeeper.seed.is_none() {
         config.gatekeeper.seed = Some(seed);
     }
-}
-
-/// Every event naming a C-LAN names one of the configuration in force at its time.
-fn check_events(
-    scenario: &Scenario,
-    config: &Config,
-    reloads: &HashMap<usize, Config>,
-) -> Result<(), PlanError> {
-    let mut current = config;
-    for (index, timed) in scenario.events.iter().enumerate() {
-        let name = match &timed.event {
-            Event::OutOfService(name) | Event::InService(name) => Some(name),
-            Event::Cap { clan, .. } => Some(clan),
-            Event::Reload(_) => {
-                current = &reloads[&index];
-                None
-            }
-            Event::Restart => None,
-        };
-        if let Some(name) = name {
-            if current.clan(name).is_none() {
-                return Err(PlanError::UnknownClan {
-                    origin: scenario.origin.clone(),
-                    at_s: timed.at_s,
-                    label: timed.event.label(),
-                    clan: name.clone(),
-                });
-            }
-        }
-    }
-    Ok(())
 }
