@@ -112,7 +112,7 @@ fn one_run_prints_every_figure_against_its_target() {
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 11, "{stdout}");
+    assert_eq!(verdicts.len(), 12, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -124,7 +124,7 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 11 met").as_str()),
+        lines.contains(&format!("targets: {met} of 12 met").as_str()),
         "{stdout}"
     );
 

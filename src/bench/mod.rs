@@ -300,6 +300,21 @@ impl Figures {
                     && other.most_setups <= targets::SETUPS_PER_CLAN
                     && all_tts.most_setups <= targets::SETUPS_PER_CLAN,
             });
+            let [at_once, paced] = &sockets.agreement;
+            let apart = |a: &sockets::Agreement| {
+                let off = |live: f64, plan: f64| 100.0 * (plan - live) / live.max(1e-9);
+                format!(
+                    "{:+.0} %, {:+.0} %",
+                    off(a.live.0, a.plan.0),
+                    off(a.live.1, a.plan.1)
+                )
+            };
+            verdicts.push(Verdict {
+                name: "setup_ms 20: plan vs live p50, p99".into(),
+                figure: format!("TTS {}; non-TTS {}", apart(at_once), apart(paced)),
+                target: format!("each within {:.0} %", 100.0 * sockets::AGREEMENT),
+                met: at_once.agrees() && paced.agrees() && sockets.why_tts[1].whole(),
+            });
         }
         if let Some(placement) = &self.placement {
             verdicts.push(Verdict {
@@ -406,6 +421,9 @@ impl Figures {
             let [other, all_tts] = &sockets.why_tts;
             let _ = writeln!(out, "sockets: why TTS, non-TTS {}", other.line());
             let _ = writeln!(out, "sockets: why TTS, TTS {}", all_tts.line());
+            for agreement in &sockets.agreement {
+                let _ = writeln!(out, "sockets: plan vs live, {}", agreement.line());
+            }
         }
         if let Some(placement) = &self.placement {
             let _ = writeln!(out, "placement: {}", placement.line());

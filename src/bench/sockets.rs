@@ -11,6 +11,9 @@
 //!   tts       N/2 TTS phones accepting at once: time to service p99            <= 100 ms
 //!   why TTS   setup_ms = 20, N/2 phones all non-TTS, then all TTS: time to service,
 //!             establishments rejected busy, most establishments at once per C-LAN
+//!   plan      setup_ms = 20: `rasgk plan`'s time to service for the same N/2 TTS phones
+//!             at once, and for N/2 non-TTS phones at 1,000 a second (a fifth storm),
+//!             against the live figures: p50 and p99 within 25 %
 //! ```
 //!
 //! While each storm runs, a sampler reads `/api/clans` every 20 ms and keeps the most
@@ -21,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::config;
+use crate::plan::{self, Scenario};
 use crate::storm::report::Report;
 use crate::storm::{self, StormArgs};
 
@@ -109,17 +113,62 @@ pub struct Sockets {
     pub tts: SocketRun,
     /// With `setup_ms = 20`: the same phones all non-TTS, then all TTS.
     pub why_tts: [SocketRun; 2],
+    /// With `setup_ms = 20`: the planner against the live storms, TTS phones at once and
+    /// non-TTS phones at [`PACE`] a second.
+    pub agreement: [Agreement; 2],
+}
+
+/// Arrivals a second of the non-TTS phones whose time to service the planner must predict:
+/// slower than their C-LANs finish establishments (sixteen C-LANs, five at once, 20 ms
+/// each), where the planner's evenly spaced phones and the storm's meet the same queue.
+pub const PACE: u32 = 1000;
+
+/// How far a planned time to service may be from the live one, as a share of it.
+pub const AGREEMENT: f64 = 0.25;
+
+/// The planner's time to service beside a live storm's, for the same phones on the same
+/// lab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agreement {
+    /// Which phones.
+    pub what: String,
+    /// The storm's (p50, p99), milliseconds.
+    pub live: (f64, f64),
+    /// The plan's (p50, p99), milliseconds.
+    pub plan: (f64, f64),
+}
+
+impl Agreement {
+    /// Both figures within [`AGREEMENT`] of the live ones.
+    pub fn agrees(&self) -> bool {
+        let within = |live: f64, plan: f64| (plan - live).abs() <= AGREEMENT * live;
+        within(self.live.0, self.plan.0) && within(self.live.1, self.plan.1)
+    }
+
+    /// One line of the bench's block.
+    pub fn line(&self) -> String {
+        format!(
+            "{}: live p50 {:.1} p99 {:.1} ms, planned p50 {:.1} p99 {:.1} ms",
+            self.what, self.live.0, self.live.1, self.plan.0, self.plan.1
+        )
+    }
 }
 
 /// `rasgk storm --sockets` with the README's options for `phones` phones, `tts_share` of
 /// them TTS, holding their sockets `hold_s` after the last registration (long enough for
 /// every phone to be in service: non-TTS phones turned away busy come back after a
 /// back-off of up to 2 s).
-pub fn storm_args(phones: usize, tts_share: f64, hold_s: u32) -> Result<StormArgs, String> {
+pub fn storm_args(
+    phones: usize,
+    tts_share: f64,
+    hold_s: u32,
+    rate: Option<u32>,
+) -> Result<StormArgs, String> {
     let phones = phones.to_string();
     let share = tts_share.to_string();
     let hold = hold_s.to_string();
-    let line = [
+    let rate = rate.map(|r| r.to_string());
+    let mut line = vec![
         "rasgk storm",
         "--sockets",
         "--target",
@@ -135,15 +184,29 @@ pub fn storm_args(phones: usize, tts_share: f64, hold_s: u32) -> Result<StormArg
         "--duration",
         &hold,
     ];
+    if let Some(rate) = &rate {
+        line.extend(["--rate", rate]);
+    }
     super::storm::parse_storm_line(&line).map_err(|e| format!("the socket storm's options: {e}"))
 }
 
-/// Runs one storm against a fresh gatekeeper of [`TOPOLOGY`] with `setup_ms`.
-async fn run_one(phones: usize, tts_share: f64, setup_ms: u32) -> Result<SocketRun, String> {
-    let text = TOPOLOGY.replace(
+/// [`TOPOLOGY`] with `setup_ms`.
+fn topology(setup_ms: u32) -> String {
+    TOPOLOGY.replace(
         "sockets = \"tcp\"",
         &format!("sockets = \"tcp\"\nsetup_ms = {setup_ms}"),
-    );
+    )
+}
+
+/// Runs one storm against a fresh gatekeeper of [`TOPOLOGY`] with `setup_ms`, the phones
+/// arriving at `rate` a second (all at once without).
+async fn run_one(
+    phones: usize,
+    tts_share: f64,
+    setup_ms: u32,
+    rate: Option<u32>,
+) -> Result<SocketRun, String> {
+    let text = topology(setup_ms);
     let config = config::from_toml(&text, ORIGIN).map_err(|e| e.to_string())?;
     let admin: SocketAddr = config.admin.listen;
     let gatekeeper = tokio::task::spawn_blocking(move || Served::start(&text, admin))
@@ -151,7 +214,7 @@ async fn run_one(phones: usize, tts_share: f64, setup_ms: u32) -> Result<SocketR
         .map_err(|e| format!("the socket storm's gatekeeper could not start: {e}"))??;
     // With establishments that take time, rejected phones need more than one back-off.
     let hold_s = if setup_ms == 0 { 2 } else { 5 };
-    let args = storm_args(phones, tts_share, hold_s)?;
+    let args = storm_args(phones, tts_share, hold_s, rate)?;
     let tts = (phones as f64 * tts_share).floor() as usize;
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
@@ -271,17 +334,56 @@ fn most_setups(admin: SocketAddr, sampling: &AtomicBool) -> u32 {
 pub async fn run(phones: usize) -> Result<Sockets, String> {
     let half = phones / 2;
     eprintln!("rasgk bench: a socket-mode storm of {phones} phones, half TTS ({ORIGIN})");
-    let storm = run_one(phones, 0.5, 0).await?;
+    let storm = run_one(phones, 0.5, 0, None).await?;
     eprintln!("rasgk bench: {half} TTS phones accepting at once");
-    let tts = run_one(half, 1.0, 0).await?;
+    let tts = run_one(half, 1.0, 0, None).await?;
     eprintln!("rasgk bench: setup_ms = 20, {half} phones all non-TTS, then all TTS");
-    let other = run_one(half, 0.0, 20).await?;
-    let all_tts = run_one(half, 1.0, 20).await?;
+    let other = run_one(half, 0.0, 20, None).await?;
+    let all_tts = run_one(half, 1.0, 20, None).await?;
+    eprintln!(
+        "rasgk bench: setup_ms = 20, {half} non-TTS phones at {PACE} a second, and the plans"
+    );
+    let paced = run_one(half, 0.0, 20, Some(PACE)).await?;
+    let agreement = [
+        Agreement {
+            what: format!("{half} TTS phones at once"),
+            live: (all_tts.time_to_service_ms.0, all_tts.time_to_service_ms.1),
+            plan: planned_service(half, true, None)?,
+        },
+        Agreement {
+            what: format!("{half} non-TTS phones at {PACE} a second"),
+            live: (paced.time_to_service_ms.0, paced.time_to_service_ms.1),
+            plan: planned_service(half, false, Some(PACE))?,
+        },
+    ];
     Ok(Sockets {
         storm,
         tts,
         why_tts: [other, all_tts],
+        agreement,
     })
+}
+
+/// `rasgk plan` of the storm's `phones` (all TTS or none, three regions, arriving at
+/// `rate` a second or at once) on [`TOPOLOGY`] with `setup_ms = 20`, 50 µs a hop as on
+/// loopback: the planned time to service (p50, p99) in milliseconds.
+fn planned_service(phones: usize, tts: bool, rate: Option<u32>) -> Result<(f64, f64), String> {
+    let share = if tts { 1 } else { 0 };
+    let mut text = format!(
+        "duration_s = 60\nseed = 40\nlatency_ms = 0.05\n\n[[group]]\nname = \"storm\"\n\
+         regions = [1, 2, 3]\ncount = {phones}\ntts_share = {share}\n"
+    );
+    if let Some(rate) = rate {
+        text += &format!("rate_per_s = {rate}\n");
+    }
+    let origin = "the bench's time-to-service scenario";
+    let scenario =
+        Scenario::from_toml(&text, origin, std::path::Path::new(".")).map_err(|e| e.to_string())?;
+    let config = config::from_toml(&topology(20), ORIGIN).map_err(|e| e.to_string())?;
+    let planned = plan::plan(&scenario, config, ORIGIN, |_| {}).map_err(|e| e.to_string())?;
+    let service = &planned.report.time_to_service;
+    let kind = if tts { &service.tts } else { &service.non_tts };
+    Ok((kind.p50_ms, kind.p99_ms))
 }
 
 #[cfg(test)]
@@ -296,7 +398,7 @@ mod tests {
         assert_eq!(config.admin.listen, ADMIN.parse().unwrap());
         let room: u64 = config.clans.iter().map(|c| u64::from(c.max_sockets)).sum();
         assert!(room >= 6_000, "room for 6,000 phones: {room}");
-        let args = storm_args(6_000, 0.5, 2).unwrap();
+        let args = storm_args(6_000, 0.5, 2, None).unwrap();
         assert!(args.sockets);
         assert_eq!(args.regions, [1, 2, 3]);
     }
