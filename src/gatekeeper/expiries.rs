@@ -41,6 +41,16 @@ impl Expiries {
         }
     }
 
+    /// The soonest entry.
+    pub fn first(&self) -> Option<(Instant, u64)> {
+        self.soonest().map(|(entry, _)| entry)
+    }
+
+    /// The key of the soonest entry.
+    pub fn first_key(&self) -> Option<u64> {
+        self.first().map(|(_, key)| key)
+    }
+
     /// The soonest entry, and whether it is the queue's.
     fn soonest(&self) -> Option<((Instant, u64), bool)> {
         let queued = self.in_order.front().copied();
@@ -63,7 +73,7 @@ impl Expiries {
 
     /// The soonest deadline held.
     pub fn next(&self) -> Option<Instant> {
-        self.soonest().map(|((at, _), _)| at)
+        self.first().map(|(at, _)| at)
     }
 
     /// Takes the soonest entry if it is due at `now`.
