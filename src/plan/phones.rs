@@ -63,6 +63,31 @@ struct Request {
     attempt: u32,
 }
 
+/// The last RCF a phone read in full, while reading it again would change nothing: its
+/// keep-alives are answered with the same octets but for the sequence number (about all
+/// of a long plan's traffic), and those are then taken without reading them again.
+#[derive(Debug, Default)]
+struct HeardRcf {
+    octets: Vec<u8>,
+    /// Where its `requestSeqNum` sits.
+    seq_at: usize,
+    time_to_live_s: Option<u32>,
+}
+
+impl HeardRcf {
+    /// The sequence number of `datagram` when it is this RCF with another sequence number.
+    fn again(&self, datagram: &[u8]) -> Option<u16> {
+        let (at, old) = (self.seq_at, &self.octets);
+        if datagram.len() != old.len()
+            || datagram[..at] != old[..at]
+            || datagram[at + 2..] != old[at + 2..]
+        {
+            return None;
+        }
+        u16::from_be_bytes([datagram[at], datagram[at + 1]]).checked_add(1)
+    }
+}
+
 /// One simulated phone.
 pub(super) struct SimPhone {
     pub phone: Phone,
@@ -94,6 +119,8 @@ pub(super) struct SimPhone {
     /// The event after which it lost service, until it is back.
     lost_after: Option<usize>,
     call: Option<[u8; 16]>,
+    /// The RCF it learnt from last, unless it learnt from another answer since.
+    heard_rcf: Option<HeardRcf>,
 }
 
 impl SimPhone {
@@ -120,6 +147,7 @@ impl SimPhone {
             in_service: false,
             lost_after: None,
             call: None,
+            heard_rcf: None,
         }
     }
 
@@ -142,6 +170,28 @@ impl SimPhone {
         let octets = self.phone.keep_alive()?;
         self.keep_alive = Some(octets.clone());
         Some(octets)
+    }
+
+    /// Learns from `answer`, read from `datagram`, and keeps the datagram when it is an RCF:
+    /// the same RCF again teaches nothing more.
+    fn learn(&mut self, answer: &Answer, datagram: &[u8]) {
+        self.phone.learn(answer);
+        let kept = match answer {
+            Answer::Rcf { time_to_live_s, .. } => {
+                crate::ras::request_seq_num_octet(datagram).map(|seq_at| (seq_at, *time_to_live_s))
+            }
+            _ => None,
+        };
+        match kept {
+            Some((seq_at, time_to_live_s)) => {
+                let heard = self.heard_rcf.get_or_insert_with(HeardRcf::default);
+                heard.octets.clear();
+                heard.octets.extend_from_slice(datagram);
+                heard.seq_at = seq_at;
+                heard.time_to_live_s = time_to_live_s;
+            }
+            None => self.heard_rcf = None,
+        }
     }
 
     /// A timer kind's generation.
@@ -237,6 +287,9 @@ impl World<'_> {
 
     /// A datagram from the gatekeeper.
     pub(super) fn heard(&mut self, phone: u32, datagram: &[u8]) {
+        if self.heard_again(phone, datagram) {
+            return;
+        }
         let Ok(answer) = Answer::read(datagram) else {
             return;
         };
@@ -246,7 +299,7 @@ impl World<'_> {
             let p = self.p(phone);
             let ucf = p.phone.ucf(*seq);
             let to = p.clan.unwrap_or(discovery);
-            p.phone.learn(&answer);
+            p.learn(&answer, datagram);
             self.send_to_gatekeeper(phone, to, ucf);
             if self.p(phone).registered || self.p(phone).request.is_some() {
                 self.unregistered(phone);
@@ -262,7 +315,7 @@ impl World<'_> {
         let kind = request.kind;
         let to = request.to;
         p.request = None;
-        p.phone.learn(&answer);
+        p.learn(&answer, datagram);
         self.disarm(phone, PhoneTimer::Request);
         match (kind, answer) {
             (
@@ -307,15 +360,7 @@ impl World<'_> {
                 }
             }
             (Kind::KeepAlive | Kind::Check, Answer::Rcf { time_to_live_s, .. }) => {
-                let p = self.p(phone);
-                p.ttl_s = time_to_live_s.unwrap_or(p.ttl_s);
-                self.arm_keep_alive(phone);
-                let p = self.p(phone);
-                if kind == Kind::Check && !p.tts && p.socket == Socket::None {
-                    p.socket = Socket::Connecting;
-                    let wait = micros(p.backoff.next(&mut p.rng).as_secs_f64());
-                    self.arm(phone, PhoneTimer::Connect, self.now + wait);
-                }
+                self.still_registered(phone, kind, time_to_live_s);
             }
             (Kind::KeepAlive | Kind::Check, Answer::Rrj { reason, .. }) => {
                 self.tally.reject(format!("RRJ {reason}"));
@@ -336,6 +381,49 @@ impl World<'_> {
             (Kind::Drq, _) => self.next_call(phone),
             (Kind::Grq | Kind::Rrq, _) => self.register_next(phone),
             _ => {}
+        }
+    }
+
+    /// The RCF its keep-alive or check got once already, with this request's sequence
+    /// number: taken as [`heard`](World::heard) would take it, without reading it again
+    /// (what the phone learns from it, it learnt the first time). `false`: not such a
+    /// datagram, to be read.
+    fn heard_again(&mut self, phone: u32, datagram: &[u8]) -> bool {
+        let p = self.p(phone);
+        let Some(heard) = &p.heard_rcf else {
+            return false;
+        };
+        let Some(seq) = heard.again(datagram) else {
+            return false;
+        };
+        let time_to_live_s = heard.time_to_live_s;
+        let Some(request) = &p.request else {
+            return true; // a late answer to an earlier request
+        };
+        if request.seq != seq {
+            return true;
+        }
+        let kind = request.kind;
+        if !matches!(kind, Kind::KeepAlive | Kind::Check) {
+            return false;
+        }
+        p.request = None;
+        self.disarm(phone, PhoneTimer::Request);
+        self.still_registered(phone, kind, time_to_live_s);
+        true
+    }
+
+    /// An RCF answered its keep-alive or check: the next keep-alive, and after a check with
+    /// no socket, a connection.
+    fn still_registered(&mut self, phone: u32, kind: Kind, time_to_live_s: Option<u32>) {
+        let p = self.p(phone);
+        p.ttl_s = time_to_live_s.unwrap_or(p.ttl_s);
+        self.arm_keep_alive(phone);
+        let p = self.p(phone);
+        if kind == Kind::Check && !p.tts && p.socket == Socket::None {
+            p.socket = Socket::Connecting;
+            let wait = micros(p.backoff.next(&mut p.rng).as_secs_f64());
+            self.arm(phone, PhoneTimer::Connect, self.now + wait);
         }
     }
 
