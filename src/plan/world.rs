@@ -168,7 +168,7 @@ pub(super) struct World<'s> {
     /// old one is dropped.
     pub epoch: u32,
     /// Where the gatekeeper takes datagrams now.
-    locals: HashSet<SocketAddr>,
+    locals: HashSet<SocketAddr, Fast>,
     net: ChaCha8Rng,
     pub latency: Micros,
     pub discovery: SocketAddr,
@@ -226,7 +226,7 @@ impl<'s> World<'s> {
             by_ip: HashMap::with_capacity_and_hasher(scenario.phones(), Fast::default()),
             connections: HashMap::default(),
             epoch: 0,
-            locals: HashSet::new(),
+            locals: HashSet::default(),
             net: ChaCha8Rng::seed_from_u64(scenario.seed),
             latency: micros(scenario.latency_ms / 1000.0),
             discovery,
