@@ -162,6 +162,9 @@ pub(super) struct World<'s> {
     order: u64,
     pub phones: Vec<SimPhone>,
     by_ip: HashMap<IpAddr, u32, Fast>,
+    /// No two phones share an IP: a reply to a phone's own address is that phone's, found
+    /// without `by_ip`.
+    distinct_ips: bool,
     /// The gatekeeper's connections and their phones (this life of the gatekeeper).
     connections: HashMap<ConnectionId, u32, Fast>,
     /// The gatekeeper's life: a restart starts a new one, and what was under way for the
@@ -224,6 +227,7 @@ impl<'s> World<'s> {
             order: 0,
             phones: Vec::with_capacity(scenario.phones()),
             by_ip: HashMap::with_capacity_and_hasher(scenario.phones(), Fast::default()),
+            distinct_ips: true,
             connections: HashMap::default(),
             epoch: 0,
             locals: HashSet::default(),
@@ -277,7 +281,9 @@ impl<'s> World<'s> {
                 world
                     .phones
                     .push(SimPhone::new(phone, g as u16, tts, extension, seed));
-                world.by_ip.insert(IpAddr::V4(ip), index);
+                if world.by_ip.insert(IpAddr::V4(ip), index).is_some() {
+                    world.distinct_ips = false;
+                }
                 world.at(micros(group.arrives_at(n)), What::Arrive(index));
             }
         }
@@ -380,7 +386,7 @@ impl<'s> World<'s> {
                     let from = self.phones[phone as usize].phone.ras_address;
                     let now = self.instant();
                     let out = self.gk.handle(now, local, from, &datagram);
-                    self.after_gatekeeper(out);
+                    self.after_request(out, phone);
                 }
             }
             What::ToPhone { phone, datagram } => self.heard(phone, &datagram),
@@ -459,12 +465,30 @@ impl<'s> World<'s> {
     /// What the gatekeeper sent, and the connection commands it left: datagrams first, so
     /// that a URQ reaches its phone before the close of its socket does.
     pub fn after_gatekeeper(&mut self, out: Vec<Transmit>) {
+        self.after(out, None);
+    }
+
+    /// [`after_gatekeeper`](World::after_gatekeeper) a request of `sender`: its reply, nearly
+    /// always all that was sent, goes back to it.
+    fn after_request(&mut self, out: Vec<Transmit>, sender: u32) {
+        self.after(out, Some(sender));
+    }
+
+    fn after(&mut self, out: Vec<Transmit>, sender: Option<u32>) {
         self.note_moves();
         let at = self.now + self.latency;
+        let sender = sender
+            .filter(|_| self.distinct_ips)
+            .map(|phone| (self.phones[phone as usize].phone.ras_address.ip(), phone));
         for transmit in out {
             self.tally.datagrams += 1;
-            let Some(&phone) = self.by_ip.get(&transmit.to.ip()) else {
-                continue;
+            let to = transmit.to.ip();
+            let phone = match sender {
+                Some((ip, phone)) if ip == to => phone,
+                _ => match self.by_ip.get(&to) {
+                    Some(&phone) => phone,
+                    None => continue,
+                },
             };
             if self.lost() {
                 continue;
