@@ -109,7 +109,6 @@ pub(super) struct SimPhone {
     /// This registration's keep-alive, written once: the next ones differ only in their
     /// sequence number.
     keep_alive: Option<Vec<u8>>,
-    generations: [u32; 5],
     pub socket: Socket,
     backoff: Backoff,
     rng: ChaCha8Rng,
@@ -139,7 +138,6 @@ impl SimPhone {
             ttl_s: 300,
             request: None,
             keep_alive: None,
-            generations: [0; 5],
             socket: Socket::None,
             backoff: Backoff::default(),
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -149,13 +147,6 @@ impl SimPhone {
             call: None,
             heard_rcf: None,
         }
-    }
-
-    /// Moves a timer kind to its next generation: what was armed before is void.
-    pub fn bump(&mut self, timer: PhoneTimer) -> u32 {
-        let generation = &mut self.generations[timer as usize];
-        *generation = generation.wrapping_add(1);
-        *generation
     }
 
     /// A keep-alive (a new sequence number): the octets of this registration's first one
@@ -192,11 +183,6 @@ impl SimPhone {
             }
             None => self.heard_rcf = None,
         }
-    }
-
-    /// A timer kind's generation.
-    pub fn generation(&self, timer: PhoneTimer) -> u32 {
-        self.generations[timer as usize]
     }
 }
 
@@ -514,14 +500,17 @@ impl World<'_> {
         if !p.registered || p.socket != Socket::Connecting {
             return;
         }
-        let generation = p.generation(PhoneTimer::Connect);
+        let generation = self.generation(phone, PhoneTimer::Connect);
         self.at(self.now + self.latency, What::Syn { phone, generation });
     }
 
     /// The C-LAN reset the phone's connection: it tries again after a back-off.
     pub(super) fn reset(&mut self, phone: u32, generation: u32) {
+        if self.generation(phone, PhoneTimer::Connect) != generation {
+            return;
+        }
         let p = self.p(phone);
-        if p.generation(PhoneTimer::Connect) != generation || !p.registered {
+        if !p.registered {
             return;
         }
         if !matches!(p.socket, Socket::Connecting | Socket::Open(_)) {

@@ -161,6 +161,10 @@ pub(super) struct World<'s> {
     lanes: Vec<(Micros, VecDeque<Job>)>,
     order: u64,
     pub phones: Vec<SimPhone>,
+    /// Each phone's timer generations, by [`PhoneTimer`]: apart from the phones, so that
+    /// the timers that went void (most of them: a request's timer once it is answered) are
+    /// told from the live ones without reaching into the phone.
+    generations: Vec<[u32; 5]>,
     by_ip: HashMap<IpAddr, u32, Fast>,
     /// No two phones share an IP: a reply to a phone's own address is that phone's, found
     /// without `by_ip`.
@@ -226,6 +230,7 @@ impl<'s> World<'s> {
             lanes: Vec::new(),
             order: 0,
             phones: Vec::with_capacity(scenario.phones()),
+            generations: vec![[0; 5]; scenario.phones()],
             by_ip: HashMap::with_capacity_and_hasher(scenario.phones(), Fast::default()),
             distinct_ips: true,
             connections: HashMap::default(),
@@ -340,13 +345,25 @@ impl<'s> World<'s> {
 
     /// Arms one of a phone's timers, replacing the one of its kind armed before.
     pub fn arm(&mut self, phone: u32, timer: PhoneTimer, at: Micros) {
-        let generation = self.phones[phone as usize].bump(timer);
+        let generation = self.bump(phone, timer);
         self.at(at, What::Timer(phone, timer, generation));
     }
 
     /// Disarms one of a phone's timers.
     pub fn disarm(&mut self, phone: u32, timer: PhoneTimer) {
-        self.phones[phone as usize].bump(timer);
+        self.bump(phone, timer);
+    }
+
+    /// Moves a phone's timer kind to its next generation: what was armed before is void.
+    fn bump(&mut self, phone: u32, timer: PhoneTimer) -> u32 {
+        let generation = &mut self.generations[phone as usize][timer as usize];
+        *generation = generation.wrapping_add(1);
+        *generation
+    }
+
+    /// A phone's timer kind's generation.
+    pub fn generation(&self, phone: u32, timer: PhoneTimer) -> u32 {
+        self.generations[phone as usize][timer as usize]
     }
 
     /// Runs to the scenario's end.
@@ -373,7 +390,7 @@ impl<'s> World<'s> {
         match what {
             What::Arrive(phone) => self.arrive(phone),
             What::Timer(phone, timer, generation) => {
-                if self.phones[phone as usize].generation(timer) == generation {
+                if self.generation(phone, timer) == generation {
                     self.timer(phone, timer);
                 }
             }
@@ -580,7 +597,7 @@ impl<'s> World<'s> {
     /// A non-TTS phone's connection request at its C-LAN's listener.
     fn syn(&mut self, phone: u32, generation: u32) {
         let p = &self.phones[phone as usize];
-        if p.generation(PhoneTimer::Connect) != generation
+        if self.generation(phone, PhoneTimer::Connect) != generation
             || !matches!(p.socket, Socket::Connecting)
         {
             return;
@@ -709,7 +726,7 @@ impl<'s> World<'s> {
         // Connections still being made to the old gatekeeper fail too.
         for phone in 0..self.phones.len() as u32 {
             if matches!(self.phones[phone as usize].socket, Socket::Connecting) {
-                let generation = self.phones[phone as usize].generation(PhoneTimer::Connect);
+                let generation = self.generation(phone, PhoneTimer::Connect);
                 self.at(at, What::Reset { phone, generation });
             }
         }
