@@ -13,6 +13,7 @@
 //! closes without a URQ checks its registration at once with a lightweight RRQ.
 
 use std::net::SocketAddr;
+use std::rc::Rc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -58,7 +59,8 @@ enum Kind {
 struct Request {
     kind: Kind,
     to: SocketAddr,
-    datagram: Vec<u8>,
+    /// Shared with the datagrams in flight.
+    datagram: Rc<[u8]>,
     seq: u16,
     attempt: u32,
 }
@@ -107,7 +109,7 @@ pub(super) struct SimPhone {
     ttl_s: u32,
     request: Option<Request>,
     /// This registration's keep-alive, written once: the next ones differ only in their
-    /// sequence number.
+    /// sequence number, written into it.
     keep_alive: Option<Vec<u8>>,
     pub socket: Socket,
     backoff: Backoff,
@@ -151,16 +153,17 @@ impl SimPhone {
 
     /// A keep-alive (a new sequence number): the octets of this registration's first one
     /// with the number written in.
-    fn keep_alive_octets(&mut self) -> Option<Vec<u8>> {
-        if let Some(mut octets) = self.keep_alive.clone() {
+    fn keep_alive_octets(&mut self) -> Option<Rc<[u8]>> {
+        if let Some(octets) = &mut self.keep_alive {
             let seq = self.phone.next_seq();
-            if crate::ras::set_request_seq_num(&mut octets, seq).is_some() {
-                return Some(octets);
+            if crate::ras::set_request_seq_num(octets, seq).is_some() {
+                return Some(Rc::from(&octets[..]));
             }
         }
         let octets = self.phone.keep_alive()?;
-        self.keep_alive = Some(octets.clone());
-        Some(octets)
+        let shared = Rc::from(&octets[..]);
+        self.keep_alive = Some(octets);
+        Some(shared)
     }
 
     /// Learns from `answer`, read from `datagram`, and keeps the datagram when it is an RCF:
@@ -212,7 +215,8 @@ impl World<'_> {
     }
 
     /// Sends a request and arms its RAS timer.
-    fn send(&mut self, phone: u32, kind: Kind, to: SocketAddr, datagram: Vec<u8>) {
+    fn send(&mut self, phone: u32, kind: Kind, to: SocketAddr, datagram: impl Into<Rc<[u8]>>) {
+        let datagram = datagram.into();
         let p = self.p(phone);
         let seq = p.phone.last_seq();
         p.request = Some(Request {
@@ -286,7 +290,7 @@ impl World<'_> {
             let ucf = p.phone.ucf(*seq);
             let to = p.clan.unwrap_or(discovery);
             p.learn(&answer, datagram);
-            self.send_to_gatekeeper(phone, to, ucf);
+            self.send_to_gatekeeper(phone, to, ucf.into());
             if self.p(phone).registered || self.p(phone).request.is_some() {
                 self.unregistered(phone);
                 self.p(phone).next = agl.clone();

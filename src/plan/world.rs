@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
@@ -48,7 +49,7 @@ pub(super) enum What {
     ToGatekeeper {
         local: SocketAddr,
         phone: u32,
-        datagram: Vec<u8>,
+        datagram: Rc<[u8]>,
     },
     /// A datagram from the gatekeeper's `from` reaches a phone.
     ToPhone { phone: u32, datagram: bytes::Bytes },
@@ -454,7 +455,7 @@ impl<'s> World<'s> {
     }
 
     /// Sends a phone's datagram to the gatekeeper's `local` address (lost at random).
-    pub fn send_to_gatekeeper(&mut self, phone: u32, local: SocketAddr, datagram: Vec<u8>) {
+    pub fn send_to_gatekeeper(&mut self, phone: u32, local: SocketAddr, datagram: Rc<[u8]>) {
         self.tally.datagrams += 1;
         if self.lost() {
             return;
