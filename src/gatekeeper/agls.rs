@@ -5,8 +5,11 @@
 //! dozen distinct AGLs. Each registration keeps a reference-counted pointer to its list
 //! instead of a copy of it; lists no registration holds any more are dropped as the table
 //! grows, so the table never outgrows twice what is in use. Each list's encoding for an RCF
-//! is made once too, the first time it is sent, and kept beside it.
+//! is made once too, the first time it is sent, and kept beside it, found by the address
+//! of the shared list: every RCF looks it up, and hashing the whole list with SipHash
+//! cost a twentieth of a keep-alive's work.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -19,8 +22,10 @@ pub type Agl = Arc<[ClanIdx]>;
 #[derive(Debug, Default, Clone)]
 pub struct Agls {
     lists: HashSet<Agl>,
-    /// Encodings of lists (`SEQUENCE OF AlternateGK`), by list.
-    encodings: HashMap<Agl, Box<[u8]>>,
+    /// Encodings of lists (`SEQUENCE OF AlternateGK`), by the address of the list, which
+    /// is kept beside its encoding (so that the address is not used again while the entry
+    /// lives). Addresses come from the allocator, not from what peers send.
+    encodings: HashMap<usize, (Agl, Box<[u8]>), foldhash::fast::FixedState>,
     /// Size at which the next sweep of unused lists runs.
     sweep_at: usize,
 }
@@ -36,7 +41,8 @@ impl Agls {
         }
         if self.lists.len() >= self.sweep_at.max(FIRST_SWEEP) {
             // Only the table holds these: no registration has them any more.
-            self.encodings.retain(|list, _| Arc::strong_count(list) > 2);
+            self.encodings
+                .retain(|_, (list, _)| Arc::strong_count(list) > 2);
             self.lists.retain(|list| Arc::strong_count(list) > 1);
             self.sweep_at = 2 * self.lists.len();
         }
@@ -52,11 +58,13 @@ impl Agls {
         agl: &Agl,
         encode: impl FnOnce(&[ClanIdx]) -> Option<Vec<u8>>,
     ) -> Option<&[u8]> {
-        if !self.encodings.contains_key(agl) {
-            let octets = encode(agl)?;
-            self.encodings.insert(agl.clone(), octets.into());
+        match self.encodings.entry(address(agl)) {
+            Entry::Occupied(entry) => Some(&entry.into_mut().1[..]),
+            Entry::Vacant(entry) => {
+                let octets = encode(agl)?;
+                Some(&entry.insert((agl.clone(), octets.into())).1[..])
+            }
         }
-        self.encodings.get(agl).map(|octets| &octets[..])
     }
 
     /// Distinct lists held.
@@ -68,6 +76,11 @@ impl Agls {
     pub fn is_empty(&self) -> bool {
         self.lists.is_empty()
     }
+}
+
+/// Where a list's entries are: the same for every clone of one shared list.
+fn address(agl: &Agl) -> usize {
+    Arc::as_ptr(agl).cast::<ClanIdx>() as usize
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! closes without a URQ checks its registration at once with a lightweight RRQ.
 
 use std::net::SocketAddr;
+use std::rc::Rc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -58,9 +59,35 @@ enum Kind {
 struct Request {
     kind: Kind,
     to: SocketAddr,
-    datagram: Vec<u8>,
+    /// Shared with the datagrams in flight.
+    datagram: Rc<[u8]>,
     seq: u16,
     attempt: u32,
+}
+
+/// The last RCF a phone read in full, while reading it again would change nothing: its
+/// keep-alives are answered with the same octets but for the sequence number (about all
+/// of a long plan's traffic), and those are then taken without reading them again.
+#[derive(Debug, Default)]
+struct HeardRcf {
+    octets: Vec<u8>,
+    /// Where its `requestSeqNum` sits.
+    seq_at: usize,
+    time_to_live_s: Option<u32>,
+}
+
+impl HeardRcf {
+    /// The sequence number of `datagram` when it is this RCF with another sequence number.
+    fn again(&self, datagram: &[u8]) -> Option<u16> {
+        let (at, old) = (self.seq_at, &self.octets);
+        if datagram.len() != old.len()
+            || datagram[..at] != old[..at]
+            || datagram[at + 2..] != old[at + 2..]
+        {
+            return None;
+        }
+        u16::from_be_bytes([datagram[at], datagram[at + 1]]).checked_add(1)
+    }
 }
 
 /// One simulated phone.
@@ -82,9 +109,8 @@ pub(super) struct SimPhone {
     ttl_s: u32,
     request: Option<Request>,
     /// This registration's keep-alive, written once: the next ones differ only in their
-    /// sequence number.
+    /// sequence number, written into it.
     keep_alive: Option<Vec<u8>>,
-    generations: [u32; 5],
     pub socket: Socket,
     backoff: Backoff,
     rng: ChaCha8Rng,
@@ -94,6 +120,8 @@ pub(super) struct SimPhone {
     /// The event after which it lost service, until it is back.
     lost_after: Option<usize>,
     call: Option<[u8; 16]>,
+    /// The RCF it learnt from last, unless it learnt from another answer since.
+    heard_rcf: Option<HeardRcf>,
 }
 
 impl SimPhone {
@@ -112,7 +140,6 @@ impl SimPhone {
             ttl_s: 300,
             request: None,
             keep_alive: None,
-            generations: [0; 5],
             socket: Socket::None,
             backoff: Backoff::default(),
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -120,33 +147,45 @@ impl SimPhone {
             in_service: false,
             lost_after: None,
             call: None,
+            heard_rcf: None,
         }
-    }
-
-    /// Moves a timer kind to its next generation: what was armed before is void.
-    pub fn bump(&mut self, timer: PhoneTimer) -> u32 {
-        let generation = &mut self.generations[timer as usize];
-        *generation = generation.wrapping_add(1);
-        *generation
     }
 
     /// A keep-alive (a new sequence number): the octets of this registration's first one
     /// with the number written in.
-    fn keep_alive_octets(&mut self) -> Option<Vec<u8>> {
-        if let Some(mut octets) = self.keep_alive.clone() {
+    fn keep_alive_octets(&mut self) -> Option<Rc<[u8]>> {
+        if let Some(octets) = &mut self.keep_alive {
             let seq = self.phone.next_seq();
-            if crate::ras::set_request_seq_num(&mut octets, seq).is_some() {
-                return Some(octets);
+            if crate::ras::set_request_seq_num(octets, seq).is_some() {
+                return Some(Rc::from(&octets[..]));
             }
         }
         let octets = self.phone.keep_alive()?;
-        self.keep_alive = Some(octets.clone());
-        Some(octets)
+        let shared = Rc::from(&octets[..]);
+        self.keep_alive = Some(octets);
+        Some(shared)
     }
 
-    /// A timer kind's generation.
-    pub fn generation(&self, timer: PhoneTimer) -> u32 {
-        self.generations[timer as usize]
+    /// Learns from `answer`, read from `datagram`, and keeps the datagram when it is an RCF:
+    /// the same RCF again teaches nothing more.
+    fn learn(&mut self, answer: &Answer, datagram: &[u8]) {
+        self.phone.learn(answer);
+        let kept = match answer {
+            Answer::Rcf { time_to_live_s, .. } => {
+                crate::ras::request_seq_num_octet(datagram).map(|seq_at| (seq_at, *time_to_live_s))
+            }
+            _ => None,
+        };
+        match kept {
+            Some((seq_at, time_to_live_s)) => {
+                let heard = self.heard_rcf.get_or_insert_with(HeardRcf::default);
+                heard.octets.clear();
+                heard.octets.extend_from_slice(datagram);
+                heard.seq_at = seq_at;
+                heard.time_to_live_s = time_to_live_s;
+            }
+            None => self.heard_rcf = None,
+        }
     }
 }
 
@@ -176,7 +215,8 @@ impl World<'_> {
     }
 
     /// Sends a request and arms its RAS timer.
-    fn send(&mut self, phone: u32, kind: Kind, to: SocketAddr, datagram: Vec<u8>) {
+    fn send(&mut self, phone: u32, kind: Kind, to: SocketAddr, datagram: impl Into<Rc<[u8]>>) {
+        let datagram = datagram.into();
         let p = self.p(phone);
         let seq = p.phone.last_seq();
         p.request = Some(Request {
@@ -237,6 +277,9 @@ impl World<'_> {
 
     /// A datagram from the gatekeeper.
     pub(super) fn heard(&mut self, phone: u32, datagram: &[u8]) {
+        if self.heard_again(phone, datagram) {
+            return;
+        }
         let Ok(answer) = Answer::read(datagram) else {
             return;
         };
@@ -246,8 +289,8 @@ impl World<'_> {
             let p = self.p(phone);
             let ucf = p.phone.ucf(*seq);
             let to = p.clan.unwrap_or(discovery);
-            p.phone.learn(&answer);
-            self.send_to_gatekeeper(phone, to, ucf);
+            p.learn(&answer, datagram);
+            self.send_to_gatekeeper(phone, to, ucf.into());
             if self.p(phone).registered || self.p(phone).request.is_some() {
                 self.unregistered(phone);
                 self.p(phone).next = agl.clone();
@@ -262,7 +305,7 @@ impl World<'_> {
         let kind = request.kind;
         let to = request.to;
         p.request = None;
-        p.phone.learn(&answer);
+        p.learn(&answer, datagram);
         self.disarm(phone, PhoneTimer::Request);
         match (kind, answer) {
             (
@@ -307,15 +350,7 @@ impl World<'_> {
                 }
             }
             (Kind::KeepAlive | Kind::Check, Answer::Rcf { time_to_live_s, .. }) => {
-                let p = self.p(phone);
-                p.ttl_s = time_to_live_s.unwrap_or(p.ttl_s);
-                self.arm_keep_alive(phone);
-                let p = self.p(phone);
-                if kind == Kind::Check && !p.tts && p.socket == Socket::None {
-                    p.socket = Socket::Connecting;
-                    let wait = micros(p.backoff.next(&mut p.rng).as_secs_f64());
-                    self.arm(phone, PhoneTimer::Connect, self.now + wait);
-                }
+                self.still_registered(phone, kind, time_to_live_s);
             }
             (Kind::KeepAlive | Kind::Check, Answer::Rrj { reason, .. }) => {
                 self.tally.reject(format!("RRJ {reason}"));
@@ -336,6 +371,49 @@ impl World<'_> {
             (Kind::Drq, _) => self.next_call(phone),
             (Kind::Grq | Kind::Rrq, _) => self.register_next(phone),
             _ => {}
+        }
+    }
+
+    /// The RCF its keep-alive or check got once already, with this request's sequence
+    /// number: taken as [`heard`](World::heard) would take it, without reading it again
+    /// (what the phone learns from it, it learnt the first time). `false`: not such a
+    /// datagram, to be read.
+    fn heard_again(&mut self, phone: u32, datagram: &[u8]) -> bool {
+        let p = self.p(phone);
+        let Some(heard) = &p.heard_rcf else {
+            return false;
+        };
+        let Some(seq) = heard.again(datagram) else {
+            return false;
+        };
+        let time_to_live_s = heard.time_to_live_s;
+        let Some(request) = &p.request else {
+            return true; // a late answer to an earlier request
+        };
+        if request.seq != seq {
+            return true;
+        }
+        let kind = request.kind;
+        if !matches!(kind, Kind::KeepAlive | Kind::Check) {
+            return false;
+        }
+        p.request = None;
+        self.disarm(phone, PhoneTimer::Request);
+        self.still_registered(phone, kind, time_to_live_s);
+        true
+    }
+
+    /// An RCF answered its keep-alive or check: the next keep-alive, and after a check with
+    /// no socket, a connection.
+    fn still_registered(&mut self, phone: u32, kind: Kind, time_to_live_s: Option<u32>) {
+        let p = self.p(phone);
+        p.ttl_s = time_to_live_s.unwrap_or(p.ttl_s);
+        self.arm_keep_alive(phone);
+        let p = self.p(phone);
+        if kind == Kind::Check && !p.tts && p.socket == Socket::None {
+            p.socket = Socket::Connecting;
+            let wait = micros(p.backoff.next(&mut p.rng).as_secs_f64());
+            self.arm(phone, PhoneTimer::Connect, self.now + wait);
         }
     }
 
@@ -426,14 +504,17 @@ impl World<'_> {
         if !p.registered || p.socket != Socket::Connecting {
             return;
         }
-        let generation = p.generation(PhoneTimer::Connect);
+        let generation = self.generation(phone, PhoneTimer::Connect);
         self.at(self.now + self.latency, What::Syn { phone, generation });
     }
 
     /// The C-LAN reset the phone's connection: it tries again after a back-off.
     pub(super) fn reset(&mut self, phone: u32, generation: u32) {
+        if self.generation(phone, PhoneTimer::Connect) != generation {
+            return;
+        }
         let p = self.p(phone);
-        if p.generation(PhoneTimer::Connect) != generation || !p.registered {
+        if !p.registered {
             return;
         }
         if !matches!(p.socket, Socket::Connecting | Socket::Open(_)) {

@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
@@ -48,7 +49,7 @@ pub(super) enum What {
     ToGatekeeper {
         local: SocketAddr,
         phone: u32,
-        datagram: Vec<u8>,
+        datagram: Rc<[u8]>,
     },
     /// A datagram from the gatekeeper's `from` reaches a phone.
     ToPhone { phone: u32, datagram: bytes::Bytes },
@@ -154,14 +155,21 @@ pub(super) struct World<'s> {
     lanes: Vec<(Micros, VecDeque<Job>)>,
     order: u64,
     pub phones: Vec<SimPhone>,
+    /// Each phone's timer generations, by [`PhoneTimer`]: apart from the phones, so that
+    /// the timers that went void (most of them: a request's timer once it is answered) are
+    /// told from the live ones without reaching into the phone.
+    generations: Vec<[u32; 5]>,
     by_ip: HashMap<IpAddr, u32, Fast>,
+    /// No two phones share an IP: a reply to a phone's own address is that phone's, found
+    /// without `by_ip`.
+    distinct_ips: bool,
     /// The gatekeeper's connections and their phones (this life of the gatekeeper).
     connections: HashMap<ConnectionId, u32, Fast>,
     /// The gatekeeper's life: a restart starts a new one, and what was under way for the
     /// old one is dropped.
     pub epoch: u32,
     /// Where the gatekeeper takes datagrams now.
-    locals: HashSet<SocketAddr>,
+    locals: HashSet<SocketAddr, Fast>,
     net: ChaCha8Rng,
     pub latency: Micros,
     pub discovery: SocketAddr,
@@ -216,10 +224,12 @@ impl<'s> World<'s> {
             lanes: Vec::new(),
             order: 0,
             phones: Vec::with_capacity(scenario.phones()),
+            generations: vec![[0; 5]; scenario.phones()],
             by_ip: HashMap::with_capacity_and_hasher(scenario.phones(), Fast::default()),
+            distinct_ips: true,
             connections: HashMap::default(),
             epoch: 0,
-            locals: HashSet::new(),
+            locals: HashSet::default(),
             net: ChaCha8Rng::seed_from_u64(scenario.seed),
             latency: micros(scenario.latency_ms / 1000.0),
             discovery,
@@ -266,7 +276,9 @@ impl<'s> World<'s> {
                 world
                     .phones
                     .push(SimPhone::new(phone, g as u16, tts, extension, seed));
-                world.by_ip.insert(IpAddr::V4(ip), index);
+                if world.by_ip.insert(IpAddr::V4(ip), index).is_some() {
+                    world.distinct_ips = false;
+                }
                 world.at(micros(group.arrives_at(n)), What::Arrive(index));
             }
         }
@@ -323,13 +335,25 @@ impl<'s> World<'s> {
 
     /// Arms one of a phone's timers, replacing the one of its kind armed before.
     pub fn arm(&mut self, phone: u32, timer: PhoneTimer, at: Micros) {
-        let generation = self.phones[phone as usize].bump(timer);
+        let generation = self.bump(phone, timer);
         self.at(at, What::Timer(phone, timer, generation));
     }
 
     /// Disarms one of a phone's timers.
     pub fn disarm(&mut self, phone: u32, timer: PhoneTimer) {
-        self.phones[phone as usize].bump(timer);
+        self.bump(phone, timer);
+    }
+
+    /// Moves a phone's timer kind to its next generation: what was armed before is void.
+    fn bump(&mut self, phone: u32, timer: PhoneTimer) -> u32 {
+        let generation = &mut self.generations[phone as usize][timer as usize];
+        *generation = generation.wrapping_add(1);
+        *generation
+    }
+
+    /// A phone's timer kind's generation.
+    pub fn generation(&self, phone: u32, timer: PhoneTimer) -> u32 {
+        self.generations[phone as usize][timer as usize]
     }
 
     /// Runs to the scenario's end.
@@ -356,7 +380,7 @@ impl<'s> World<'s> {
         match what {
             What::Arrive(phone) => self.arrive(phone),
             What::Timer(phone, timer, generation) => {
-                if self.phones[phone as usize].generation(timer) == generation {
+                if self.generation(phone, timer) == generation {
                     self.timer(phone, timer);
                 }
             }
@@ -369,7 +393,7 @@ impl<'s> World<'s> {
                     let from = self.phones[phone as usize].phone.ras_address;
                     let now = self.instant();
                     let out = self.gk.handle(now, local, from, &datagram);
-                    self.after_gatekeeper(out);
+                    self.after_request(out, phone);
                 }
             }
             What::ToPhone { phone, datagram } => self.heard(phone, &datagram),
@@ -420,7 +444,7 @@ impl<'s> World<'s> {
     }
 
     /// Sends a phone's datagram to the gatekeeper's `local` address (lost at random).
-    pub fn send_to_gatekeeper(&mut self, phone: u32, local: SocketAddr, datagram: Vec<u8>) {
+    pub fn send_to_gatekeeper(&mut self, phone: u32, local: SocketAddr, datagram: Rc<[u8]>) {
         self.tally.datagrams += 1;
         if self.lost() {
             return;
@@ -448,12 +472,30 @@ impl<'s> World<'s> {
     /// What the gatekeeper sent, and the connection commands it left: datagrams first, so
     /// that a URQ reaches its phone before the close of its socket does.
     pub fn after_gatekeeper(&mut self, out: Vec<Transmit>) {
+        self.after(out, None);
+    }
+
+    /// [`after_gatekeeper`](World::after_gatekeeper) a request of `sender`: its reply, nearly
+    /// always all that was sent, goes back to it.
+    fn after_request(&mut self, out: Vec<Transmit>, sender: u32) {
+        self.after(out, Some(sender));
+    }
+
+    fn after(&mut self, out: Vec<Transmit>, sender: Option<u32>) {
         self.note_moves();
         let at = self.now + self.latency;
+        let sender = sender
+            .filter(|_| self.distinct_ips)
+            .map(|phone| (self.phones[phone as usize].phone.ras_address.ip(), phone));
         for transmit in out {
             self.tally.datagrams += 1;
-            let Some(&phone) = self.by_ip.get(&transmit.to.ip()) else {
-                continue;
+            let to = transmit.to.ip();
+            let phone = match sender {
+                Some((ip, phone)) if ip == to => phone,
+                _ => match self.by_ip.get(&to) {
+                    Some(&phone) => phone,
+                    None => continue,
+                },
             };
             if self.lost() {
                 continue;
@@ -545,7 +587,7 @@ impl<'s> World<'s> {
     /// A non-TTS phone's connection request at its C-LAN's listener.
     fn syn(&mut self, phone: u32, generation: u32) {
         let p = &self.phones[phone as usize];
-        if p.generation(PhoneTimer::Connect) != generation
+        if self.generation(phone, PhoneTimer::Connect) != generation
             || !matches!(p.socket, Socket::Connecting)
         {
             return;
@@ -674,7 +716,7 @@ impl<'s> World<'s> {
         // Connections still being made to the old gatekeeper fail too.
         for phone in 0..self.phones.len() as u32 {
             if matches!(self.phones[phone as usize].socket, Socket::Connecting) {
-                let generation = self.phones[phone as usize].generation(PhoneTimer::Connect);
+                let generation = self.generation(phone, PhoneTimer::Connect);
                 self.at(at, What::Reset { phone, generation });
             }
         }

@@ -65,7 +65,7 @@ pub use hot_request::{
 pub use json::to_json;
 pub use kind::{kind, request_seq_num, MessageKind};
 pub(crate) use peek::peek_kind;
-pub use peek::{peek_request_seq_num, set_request_seq_num};
+pub use peek::{peek_request_seq_num, request_seq_num_octet, set_request_seq_num};
 pub use shorten::shorten;
 
 /// `protocolIdentifier` of every message rasgk sends: itu-t(0) recommendation(0) h(8)

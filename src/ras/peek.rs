@@ -118,9 +118,9 @@ pub(crate) fn peek_kind(bytes: &[u8]) -> Option<MessageKind> {
     peek_choice(bytes).map(|(kind, _)| kind)
 }
 
-/// The `requestSeqNum` of a datagram, read from its first octets only, even when the rest
-/// does not decode. `None` when the octets cannot be a RAS message's start.
-pub fn peek_request_seq_num(bytes: &[u8]) -> Option<u16> {
+/// Where a datagram's `requestSeqNum` sits: the offset of its two octets, found from the
+/// first octets only. `None` when the octets cannot be a RAS message's start.
+pub fn request_seq_num_octet(bytes: &[u8]) -> Option<usize> {
     let (kind, start) = peek_choice(bytes)?;
     let layout = layout(kind)?;
     for position in layout.must_be_absent.into_iter().flatten() {
@@ -129,7 +129,15 @@ pub fn peek_request_seq_num(bytes: &[u8]) -> Option<u16> {
         }
     }
     let octet = (start + layout.preamble_bits).div_ceil(8);
-    let raw = u16::from_be_bytes([*bytes.get(octet)?, *bytes.get(octet + 1)?]);
+    bytes.get(octet..octet + 2)?;
+    Some(octet)
+}
+
+/// The `requestSeqNum` of a datagram, read from its first octets only, even when the rest
+/// does not decode. `None` when the octets cannot be a RAS message's start.
+pub fn peek_request_seq_num(bytes: &[u8]) -> Option<u16> {
+    let octet = request_seq_num_octet(bytes)?;
+    let raw = u16::from_be_bytes([bytes[octet], bytes[octet + 1]]);
     raw.checked_add(1)
 }
 
@@ -137,10 +145,9 @@ pub fn peek_request_seq_num(bytes: &[u8]) -> Option<u16> {
 /// [`peek_request_seq_num`] reads it; `None` (nothing written) where it reads nothing.
 pub fn set_request_seq_num(bytes: &mut [u8], seq: u16) -> Option<()> {
     peek_request_seq_num(bytes)?;
-    let (kind, start) = peek_choice(bytes)?;
-    let octet = (start + layout(kind)?.preamble_bits).div_ceil(8);
+    let octet = request_seq_num_octet(bytes)?;
     let raw = seq.checked_sub(1)?.to_be_bytes();
-    bytes.get_mut(octet..octet + 2)?.copy_from_slice(&raw);
+    bytes[octet..octet + 2].copy_from_slice(&raw);
     Some(())
 }
 
