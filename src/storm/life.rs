@@ -29,8 +29,11 @@ pub(super) struct Plan {
     pub retries: u32,
     /// Probability that a datagram is lost, each way.
     pub loss: f64,
-    /// When phones stop trying to register.
+    /// When phones stop trying to register the first time.
     pub give_up: Instant,
+    /// How long a later registration is tried (after a gatekeeper URQ or a keep-alive not
+    /// answered with an RCF) before the phone gives up: `--give-up-s` again, from then.
+    pub try_for: Duration,
     /// Send URQ at the end.
     pub unregister: bool,
     /// Where to record every datagram, if anywhere.
@@ -251,9 +254,14 @@ impl<'a> Life<'a> {
     }
 
     /// GRQ → GCF → RRQ → RCF, starting over on silence or a reject, until registered or
-    /// the plan gives up. `agl` (after a gatekeeper-sent URQ) is tried first, RRQ directly.
-    async fn register(&mut self, started: Instant, mut agl: Vec<SocketAddr>) -> bool {
-        while Instant::now() < self.plan.give_up {
+    /// `give_up`. `agl` (after a gatekeeper-sent URQ) is tried first, RRQ directly.
+    async fn register(
+        &mut self,
+        started: Instant,
+        mut agl: Vec<SocketAddr>,
+        give_up: Instant,
+    ) -> bool {
+        while Instant::now() < give_up {
             let clan = match agl.first().copied() {
                 Some(clan) => {
                     agl.remove(0);
@@ -291,7 +299,7 @@ impl<'a> Life<'a> {
                     self.outcome.call_signal_address = call_signal_address;
                     if let Some(socket) = &mut self.socket {
                         socket
-                            .registered(call_signal_address, self.heard_at, self.plan.give_up)
+                            .registered(call_signal_address, self.heard_at, give_up)
                             .await;
                     }
                     return true;
@@ -319,7 +327,7 @@ impl<'a> Life<'a> {
         registered: tokio::sync::mpsc::UnboundedSender<bool>,
     ) -> Outcome {
         let started = Instant::now();
-        let ok = self.register(started, Vec::new()).await;
+        let ok = self.register(started, Vec::new(), self.plan.give_up).await;
         if ok {
             self.place_calls().await;
         }
@@ -371,7 +379,8 @@ impl<'a> Life<'a> {
             match heard {
                 Some((Answer::Urq { seq, agl, .. }, from)) => {
                     self.answer_urq(seq, from).await;
-                    if !self.register(started, agl).await {
+                    let give_up = Instant::now() + self.plan.try_for;
+                    if !self.register(started, agl, give_up).await {
                         return false;
                     }
                 }
@@ -387,12 +396,14 @@ impl<'a> Life<'a> {
                             ttl = Duration::from_secs(u64::from(time_to_live_s.unwrap_or(300)));
                         }
                         Some(Answer::Urq { agl, .. }) => {
-                            if !self.register(started, agl).await {
+                            let give_up = Instant::now() + self.plan.try_for;
+                            if !self.register(started, agl, give_up).await {
                                 return false;
                             }
                         }
                         _ => {
-                            if !self.register(started, Vec::new()).await {
+                            let give_up = Instant::now() + self.plan.try_for;
+                            if !self.register(started, Vec::new(), give_up).await {
                                 return false;
                             }
                         }

@@ -78,7 +78,9 @@ pub struct StormArgs {
     /// Send a request again at most this often before starting over with GRQ.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub retries: u32,
-    /// Give up on phones still unregistered after this many seconds.
+    /// Give up on phones still unregistered after this many seconds; a phone that must
+    /// register again later (a gatekeeper URQ, a keep-alive not answered with an RCF) gets
+    /// as long again from then.
     #[arg(long, value_name = "S", default_value_t = 60.0)]
     pub give_up_s: f64,
     /// Stay registered this many seconds after the last phone registered (keep-alives,

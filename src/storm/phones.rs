@@ -159,6 +159,7 @@ pub(super) async fn live<T>(
         retries: args.retries,
         loss: args.loss,
         give_up: started + Duration::from_secs_f64(args.give_up_s),
+        try_for: Duration::from_secs_f64(args.give_up_s),
         unregister: args.unregister,
         record: record.clone(),
         calls: args.calls,
