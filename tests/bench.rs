@@ -72,11 +72,16 @@ fn one_run_prints_every_figure_against_its_target() {
         .any(|l| l.starts_with("policy: core time per GRQ") && l.contains("at 10000 C-LANs")));
 
     // Socket mode: every phone of each run in service, five establishments at most.
-    let socket_lines: Vec<&&str> = lines
+    let (agreement_lines, socket_lines): (Vec<&&str>, Vec<&&str>) = lines
         .iter()
         .filter(|l| l.starts_with("sockets: "))
-        .collect();
+        .partition(|l| l.starts_with("sockets: plan vs live, "));
     assert_eq!(socket_lines.len(), 4, "{stdout}");
+    // The planner beside the live storms: both figures of each.
+    assert_eq!(agreement_lines.len(), 2, "{stdout}");
+    for line in &agreement_lines {
+        assert!(line.contains(" ms, planned p50 "), "{line}");
+    }
     for line in &socket_lines {
         assert!(
             line.contains("registered,") && !line.contains(" 0 in service"),
