@@ -4,34 +4,23 @@
 //! Every `good-*.toml` must load. Every `bad-*.toml` must be refused, and its first line,
 //! `# expect: <text>`, gives text the error must contain; the error must also name the file.
 
+mod support;
+
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
+
+use support::fixtures::file_name;
 
 use rasgk::config::{self, ClanKind, Config, LinkKind, SocketMode, TierMode};
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/config")
+    support::fixtures::folder("config")
 }
 
 /// The fixture files whose names start with `prefix`, sorted.
 fn fixture_files(prefix: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .expect("fixtures/config is readable")
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| {
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            name.starts_with(prefix) && name.ends_with(".toml")
-        })
-        .collect();
-    files.sort();
-    files
-}
-
-fn file_name(path: &Path) -> &str {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .expect("UTF-8 file name")
+    support::fixtures::toml_files("config", prefix)
 }
 
 fn ip(text: &str) -> IpAddr {

@@ -8,11 +8,14 @@
 //! `rasgk::plan::check` (and by `rasgk::plan::plan`, which checks first) on that lab. Any
 //! other fixture must be refused by `Scenario::load` itself.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use rasgk::config::{self, Config};
 use rasgk::plan::{self, Scenario};
+use support::fixtures::file_name;
 
 /// The checks a scenario goes through, each with its fixture (some with several: NaN,
 /// infinite and negative times are one check's refusals):
@@ -35,24 +38,12 @@ use rasgk::plan::{self, Scenario};
 const CHECKS: usize = 4 + 9 + 25 + 2 + 4 + 6;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/plan/bad")
+    support::fixtures::folder("plan/bad")
 }
 
 /// The bad scenarios, sorted (the labs of `fixtures/plan/bad/labs/` are not scenarios).
 fn fixture_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures())
-        .expect("fixtures/plan/bad is readable")
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn file_name(path: &Path) -> &str {
-    path.file_name()
-        .and_then(|n| n.to_str())
-        .expect("UTF-8 file name")
+    support::fixtures::toml_files("plan/bad", "")
 }
 
 /// A fixture's header: the text its error must contain, and its lab if the mistake is one

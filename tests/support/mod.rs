@@ -2,6 +2,7 @@
 
 pub mod browser;
 pub mod captures;
+pub mod fixtures;
 pub mod messages;
 pub mod server;
 pub mod tcp;
