@@ -351,6 +351,13 @@ impl<'a> Life<'a> {
         self.outcome
     }
 
+    /// Registers again (after a gatekeeper URQ, or a keep-alive not answered with an RCF),
+    /// trying for [`Plan::try_for`] from now.
+    async fn register_again(&mut self, started: Instant, agl: Vec<SocketAddr>) -> bool {
+        let give_up = Instant::now() + self.plan.try_for;
+        self.register(started, agl, give_up).await
+    }
+
     /// Stays registered until the storm's end is set and reached; false when a
     /// re-registration failed (the phone is no longer registered).
     async fn stay(
@@ -379,8 +386,7 @@ impl<'a> Life<'a> {
             match heard {
                 Some((Answer::Urq { seq, agl, .. }, from)) => {
                     self.answer_urq(seq, from).await;
-                    let give_up = Instant::now() + self.plan.try_for;
-                    if !self.register(started, agl, give_up).await {
+                    if !self.register_again(started, agl).await {
                         return false;
                     }
                 }
@@ -396,14 +402,12 @@ impl<'a> Life<'a> {
                             ttl = Duration::from_secs(u64::from(time_to_live_s.unwrap_or(300)));
                         }
                         Some(Answer::Urq { agl, .. }) => {
-                            let give_up = Instant::now() + self.plan.try_for;
-                            if !self.register(started, agl, give_up).await {
+                            if !self.register_again(started, agl).await {
                                 return false;
                             }
                         }
                         _ => {
-                            let give_up = Instant::now() + self.plan.try_for;
-                            if !self.register(started, Vec::new(), give_up).await {
+                            if !self.register_again(started, Vec::new()).await {
                                 return false;
                             }
                         }
