@@ -146,21 +146,21 @@ fn check_phones(group: &Group, config: &Config, lab: &str) -> Result<(), (&'stat
 fn lab_tts(config: &Config, extension: u32, region: Option<u16>) -> Option<bool> {
     let text = extension.to_string();
     for rule in &config.tts {
-        let alias = rule.aliases.is_empty()
-            || rule
-                .aliases
-                .iter()
-                .any(|pattern| config::pattern_matches(pattern, &text));
-        if !alias {
-            continue;
-        }
-        if rule.regions.is_empty() {
+        // The gatekeeper's own test of a rule (`TtsRule::matches`). Without a home region
+        // only a rule on no region can be read: one on regions that takes the extension
+        // leaves the phone open.
+        let region = match (region, rule.regions.first()) {
+            (Some(region), _) => region,
+            (None, None) => 0,
+            (None, Some(&first)) => {
+                if rule.matches([text.as_str()], first) {
+                    return None;
+                }
+                continue;
+            }
+        };
+        if rule.matches([text.as_str()], region) {
             return Some(rule.tts);
-        }
-        match region {
-            Some(region) if rule.regions.contains(&region) => return Some(rule.tts),
-            Some(_) => continue,
-            None => return None,
         }
     }
     Some(config.gatekeeper.tts_default)
