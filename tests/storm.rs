@@ -509,3 +509,114 @@ fn a_thousand_phones_with_the_password_register_and_phones_with_another_do_not()
     );
     let _ = std::fs::remove_file(config);
 }
+
+/// The process ids whose parent is `parent`, read from `/proc/*/stat`, with each one's start
+/// time (so a reused id is not taken for the same process).
+fn children_of(parent: u32) -> Vec<(u32, u64)> {
+    let mut children = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Some((ppid, _, started)) = stat(pid) {
+            if ppid == parent {
+                children.push((pid, started));
+            }
+        }
+    }
+    children
+}
+
+/// `(parent, state, start time)` of a process from `/proc/PID/stat`; `None` once it is gone.
+fn stat(pid: u32) -> Option<(u32, char, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name is in parentheses and may hold spaces: the fields follow the last `)`.
+    let fields: Vec<&str> = text[text.rfind(')')? + 1..].split_whitespace().collect();
+    let state = fields.first()?.chars().next()?;
+    Some((
+        fields.get(1)?.parse().ok()?,
+        state,
+        fields.get(19)?.parse().ok()?,
+    ))
+}
+
+#[test]
+fn killing_a_multi_process_storm_ends_its_children() {
+    // A storm of two processes whose parent is killed (by a harness's timeout, say) must not
+    // leave its children holding phones until --duration runs out.
+    let config = config_on(75);
+    let served = Served::start(
+        &["--config", config.to_str().unwrap()],
+        "127.0.75.1:7000".parse().unwrap(),
+    );
+    let phones = 200;
+    let mut parent = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args([
+            "storm",
+            "--target",
+            "127.0.75.1:1719",
+            "--admin",
+            "127.0.75.1:7000",
+            "--phones",
+            &phones.to_string(),
+            "--regions",
+            "1,2,3",
+            "--processes",
+            "2",
+            "--duration",
+            "120",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until both children run and every phone is registered.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let children = loop {
+        let children = children_of(parent.id());
+        let sockets: u64 = served
+            .get_json("/api/clans")
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["sockets"].as_u64().unwrap())
+            .sum();
+        if children.len() == 2 && sockets == phones as u64 {
+            break children;
+        }
+        assert!(
+            parent.try_wait().unwrap().is_none(),
+            "the storm ended before it was killed"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} children, {sockets} sockets after 60 s",
+            children.len()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let running: Vec<u32> = children
+            .iter()
+            .filter(|(pid, started)| {
+                matches!(stat(*pid), Some((_, state, at)) if at == *started && state != 'Z')
+            })
+            .map(|(pid, _)| *pid)
+            .collect();
+        if running.is_empty() {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            for pid in &running {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
+            panic!("storm children {running:?} still run 10 s after their parent was killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_file(config);
+}

@@ -7,7 +7,8 @@
 //! (and `--duration` has passed) it says `holding` and keeps them until the parent, having
 //! read the final load, writes `end`. The child then ends its phones and prints its
 //! [`Tally`] as one JSON object on standard output. Anything else it writes on standard error
-//! is for people and is passed on by the parent.
+//! is for people and is passed on by the parent. Standard input closing before `end` (the
+//! parent killed) ends the child at once, whatever it is doing, with exit status 2.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -54,6 +55,15 @@ impl Signal {
     }
 }
 
+/// What the parent's standard input said after `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parent {
+    /// It wrote `end`: end the phones and print the tally.
+    Ended,
+    /// It closed (the parent is gone) before saying `end`.
+    Gone,
+}
+
 fn say(signal: Signal) {
     eprintln!("{}", signal.line());
 }
@@ -97,14 +107,35 @@ async fn shard(share: Share) -> Result<Tally, String> {
             said = Instant::now();
         }
     };
-    let hold = async {
+    // The parent's one further line is `end`; standard input ending before it means the
+    // parent is gone (killed, say): then the share ends at once, whatever it is doing,
+    // rather than keep its phones up for nobody until --duration runs out.
+    let (told, heard) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        let said = matches!(lines.next_line().await, Ok(Some(_)));
+        let _ = told.send(Some(if said { Parent::Ended } else { Parent::Gone }));
+    });
+    let mut told_end = heard.clone();
+    let hold = async move {
         say(Signal::Holding);
-        // Whatever the parent says (or its going away) ends the storm.
-        let _ = lines.next_line().await;
+        let _ = told_end.wait_for(|parent| parent.is_some()).await;
     };
-    let (tally, ()) = phones::live(&args, bound, registered, hold)
-        .await
-        .map_err(|error| error.to_string())?;
+    let mut gone = heard;
+    let parent_gone = async move {
+        match gone.wait_for(|parent| *parent == Some(Parent::Gone)).await {
+            Ok(_) => {}
+            // The reader said `end` and is finished: the parent is there.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let tally = tokio::select! {
+        lived = phones::live(&args, bound, registered, hold) => {
+            lived.map_err(|error| error.to_string())?.0
+        }
+        () = parent_gone => {
+            return Err("standard input ended: the parent storm is gone, so this share ends".into())
+        }
+    };
     Ok(tally)
 }
 
@@ -119,7 +150,11 @@ pub(super) fn run(share: Share) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(shard(share)) {
+    let ended = runtime.block_on(shard(share));
+    // The reader of standard input may still be blocked in a read that cannot be
+    // cancelled (when the share failed before the parent's `end`): do not wait for it.
+    runtime.shutdown_background();
+    match ended {
         Ok(tally) => match serde_json::to_string(&tally) {
             Ok(json) => {
                 println!("{json}");
