@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::server::{http_get, http_request, terminate, Served};
+use support::server::{http_request, terminate, Served};
 
 const PHONES: u64 = 300;
 const TOLERANCE: u64 = 10;
@@ -68,26 +68,6 @@ fn clans(served: &Served) -> [(u64, u64); 2] {
         (sockets, sockets + clan["reserved"].as_u64().unwrap())
     };
     [of("r-a"), of("r-b")]
-}
-
-/// The sum of a `/metrics` series' samples (one without labels: its value), read with a
-/// Prometheus text-format parser; the series must be there, typed counter or gauge.
-fn metric(served: &Served, name: &str) -> f64 {
-    let (status, text) = http_get(served.admin, "/metrics").expect("/metrics answers");
-    assert_eq!(status, 200);
-    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
-        .expect("/metrics parses");
-    let values: Vec<f64> = scrape
-        .samples
-        .iter()
-        .filter(|s| s.metric == name)
-        .map(|s| match &s.value {
-            prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => *v,
-            other => panic!("{name}: {other:?}"),
-        })
-        .collect();
-    assert!(!values.is_empty(), "no {name} in /metrics");
-    values.iter().sum()
 }
 
 /// Polls `done` every 50 ms until it holds; panics with `what` after `limit`.
@@ -171,8 +151,8 @@ fn a_clan_back_in_service_refills_only_with_rebalancing_and_at_its_rate() {
         assert_eq!(clans(&served)[0], (0, 0), "nobody goes to r-a");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(metric(&served, "rasgk_rebalance_moves_total"), 0.0);
-    assert_eq!(metric(&served, "rasgk_rebalance_enabled"), 0.0);
+    assert_eq!(served.metric("rasgk_rebalance_moves_total"), 0.0);
+    assert_eq!(served.metric("rasgk_rebalance_enabled"), 0.0);
 
     // SIGHUP with [rebalance]: r-a refills, one phone every 1/40 s at most.
     std::fs::write(&path, config(true)).unwrap();
@@ -187,7 +167,7 @@ fn a_clan_back_in_service_refills_only_with_rebalancing_and_at_its_rate() {
     let deadline = hup + Duration::from_secs(20);
     loop {
         let start = Instant::now();
-        let moves = metric(&served, "rasgk_rebalance_moves_total");
+        let moves = served.metric("rasgk_rebalance_moves_total");
         let [(_, a), (_, b)] = clans(&served);
         samples.push((start, Instant::now(), moves));
         if moves > 0.0 && b.abs_diff(a) <= TOLERANCE && a + b == PHONES {
@@ -201,8 +181,8 @@ fn a_clan_back_in_service_refills_only_with_rebalancing_and_at_its_rate() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let converged = hup.elapsed();
-    assert_eq!(metric(&served, "rasgk_rebalance_enabled"), 1.0);
-    let moves = metric(&served, "rasgk_rebalance_moves_total");
+    assert_eq!(served.metric("rasgk_rebalance_enabled"), 1.0);
+    let moves = served.metric("rasgk_rebalance_moves_total");
     let needed = (PHONES - TOLERANCE).div_ceil(2) as f64;
     assert!(moves >= needed, "{moves} moves, {needed} needed");
     assert!(moves <= needed + 5.0, "{moves} moves, {needed} needed");

@@ -51,6 +51,26 @@ impl Served {
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
     }
 
+    /// The sum of a `/metrics` series' samples (one without labels: its value), read with a
+    /// Prometheus text-format parser; the series must be there, typed counter or gauge.
+    pub fn metric(&self, name: &str) -> f64 {
+        let (status, text) = http_get(self.admin, "/metrics").expect("/metrics answers");
+        assert_eq!(status, 200);
+        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
+            .expect("/metrics parses");
+        let values: Vec<f64> = scrape
+            .samples
+            .iter()
+            .filter(|s| s.metric == name)
+            .map(|s| match &s.value {
+                prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) => *v,
+                other => panic!("{name}: {other:?}"),
+            })
+            .collect();
+        assert!(!values.is_empty(), "no {name} in /metrics");
+        values.iter().sum()
+    }
+
     /// Sends SIGTERM and waits (at most 10 s) for the exit status.
     pub fn stop(&mut self) -> std::process::ExitStatus {
         terminate(&mut self.child)
