@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::storm::roster;
+
 /// A whole scenario, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
@@ -70,9 +72,9 @@ pub struct Group {
 /// Where a group's phones take their addresses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Addresses {
-    /// Round robin over these regions, each phone the next address of its region's block
-    /// (127.R.1.1, 127.R.1.2, …, 250 to a block of 256), as `rasgk storm --regions R,R,…`
-    /// gives them: the default topology's network map puts 127.R.0.0/16 in region R.
+    /// Round robin over these regions, each phone the next address of its region's block,
+    /// as `rasgk storm --regions R,R,…` gives them ([`roster`]): the default topology's
+    /// network map puts 127.R.0.0/16 in region R.
     Regions(Vec<u8>),
     /// Consecutive addresses of a network, from its first host address.
     Network(Ipv4Addr, u8),
@@ -500,15 +502,16 @@ fn check_group(
                     ),
                 ));
             }
-            let addresses = Addresses::Regions(regions);
-            let most = 250 * 255;
-            if let Some(region) = addresses.most_used(group.count, most) {
+            let most = roster::MOST_PER_REGION;
+            if let Some((region, _)) =
+                roster::fullest_region(&regions, group.count).filter(|&(_, phones)| phones > most)
+            {
                 return Err((
                     at("count"),
                     format!("region {region}'s block 127.{region}.x.y holds at most {most} phones"),
                 ));
             }
-            addresses
+            Addresses::Regions(regions)
         }
         (None, Some(network)) => {
             let (ip, prefix) = parse_network(network).map_err(|m| (at("network"), m))?;
@@ -742,51 +745,11 @@ fn check_extensions(groups: &[Group]) -> Result<(), FieldError> {
     Ok(())
 }
 
-impl Addresses {
-    /// Phone `n`'s region and how many phones of that region come before it.
-    fn nth_of_region(regions: &[u8], n: usize) -> (u8, usize) {
-        let region = regions[n % regions.len()];
-        let times = regions.iter().filter(|&&r| r == region).count();
-        let earlier = regions[..n % regions.len()]
-            .iter()
-            .filter(|&&r| r == region)
-            .count();
-        (region, (n / regions.len()) * times + earlier)
-    }
-
-    /// A region that `count` phones would give more than `most`, if any.
-    fn most_used(&self, count: usize, most: usize) -> Option<u8> {
-        let Addresses::Regions(regions) = self else {
-            return None;
-        };
-        (count > 0)
-            .then(|| {
-                regions.iter().copied().find(|&r| {
-                    // The last phone of region r in the round robin.
-                    (0..regions.len())
-                        .rev()
-                        .filter(|&k| regions[k] == r)
-                        .map(|k| {
-                            let rounds = count.saturating_sub(k + 1) / regions.len();
-                            Addresses::nth_of_region(regions, rounds * regions.len() + k).1
-                        })
-                        .max()
-                        .is_some_and(|j| j >= most)
-                })
-            })
-            .flatten()
-    }
-}
-
 impl Group {
     /// Phone `n`'s address (0-based within the group).
     pub fn address(&self, n: usize) -> Ipv4Addr {
         match &self.addresses {
-            Addresses::Regions(regions) => {
-                let (region, j) = Addresses::nth_of_region(regions, n);
-                let (block, host) = (j / 250, j % 250);
-                Ipv4Addr::new(127, region, (1 + block) as u8, (1 + host) as u8)
-            }
+            Addresses::Regions(regions) => roster::address(regions, n),
             &Addresses::Network(base, prefix) => {
                 let first = if prefix >= 31 { 0 } else { 1 };
                 Ipv4Addr::from(u32::from(base) + first + n as u32)
@@ -797,19 +760,18 @@ impl Group {
     /// Whether phone `n` is TTS: spread evenly, phone n is TTS when the share's running
     /// total crosses a whole number at n (as `rasgk storm --tts-share` picks them).
     pub fn is_tts(&self, n: usize) -> bool {
-        ((n + 1) as f64 * self.tts_share).floor() > (n as f64 * self.tts_share).floor()
+        roster::is_tts(self.tts_share, n)
     }
 
     /// Phone `n`'s extension: its TTS phones number up from `tts_extensions_from`, the
     /// others from `extensions_from`, each in phone order.
     pub fn extension(&self, n: usize) -> u32 {
-        // TTS phones before n: the share's running total at n, as `is_tts` counts it.
-        let tts_before = (n as f64 * self.tts_share).floor() as u32;
-        if self.is_tts(n) {
-            self.tts_extensions_from + tts_before
-        } else {
-            self.extensions_from + (n as u32 - tts_before)
-        }
+        roster::extension(
+            self.tts_share,
+            self.tts_extensions_from,
+            self.extensions_from,
+            n,
+        )
     }
 
     /// When phone `n` arrives, virtual seconds.

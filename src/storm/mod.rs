@@ -20,6 +20,7 @@ mod life;
 mod phones;
 mod port;
 pub mod report;
+pub mod roster;
 mod shard;
 mod signalling;
 mod stamp;
@@ -257,11 +258,12 @@ impl StormArgs {
                 return bad(format!("--rate {rate} must be a number above 0"));
             }
         }
-        let per_region = self.most_in_a_region();
-        if per_region > 250 * 254 {
-            return bad(format!(
-                "{per_region} phones per region do not fit in 127.R.1.1 to 127.R.254.250"
-            ));
+        if let Some((_, per_region)) = roster::fullest_region(&self.regions, self.phones) {
+            if per_region > roster::MOST_PER_REGION {
+                return bad(format!(
+                    "{per_region} phones per region do not fit in 127.R.1.1 to 127.R.254.250"
+                ));
+            }
         }
         if !(self.give_up_s.is_finite() && self.give_up_s > 0.0) {
             return bad("--give-up-s must be above 0".into());
@@ -353,59 +355,23 @@ impl StormArgs {
         )))
     }
 
-    /// Phone `i`: its address, the next of its region's block (127.R.1.1, 127.R.1.2, …,
-    /// 250 to a block of 256), TTS by share, its extension.
+    /// Phone `i`: its address, TTS or not, and its extension, by [`roster`]'s rule.
     fn phones(&self) -> Vec<(Ipv4Addr, Phone, bool)> {
-        let mut tts_count = 0u32;
-        let mut other_count = 0u32;
-        // Phones so far in each region: a region listed twice gets twice the phones, each
-        // at an address of its own.
-        let mut in_region = [0usize; 256];
         (0..self.phones)
             .map(|i| {
-                let region = self.regions[i % self.regions.len()];
-                let j = in_region[usize::from(region)];
-                in_region[usize::from(region)] += 1;
-                let (block, host) = (j / 250, j % 250);
-                let ip = Ipv4Addr::new(127, region, (1 + block) as u8, (1 + host) as u8);
-                // Spread evenly: phone i is TTS when the share's running total crosses a
-                // whole number at i.
-                let tts =
-                    ((i + 1) as f64 * self.tts_share).floor() > (i as f64 * self.tts_share).floor();
-                let extension = if tts {
-                    tts_count += 1;
-                    self.tts_extensions_from + tts_count - 1
-                } else {
-                    other_count += 1;
-                    self.extensions_from + other_count - 1
-                };
+                let ip = roster::address(&self.regions, i);
+                let tts = roster::is_tts(self.tts_share, i);
+                let extension = roster::extension(
+                    self.tts_share,
+                    self.tts_extensions_from,
+                    self.extensions_from,
+                    i,
+                );
                 let mut phone = Phone::extension(extension, SocketAddr::new(IpAddr::V4(ip), 0));
                 phone.password.clone_from(&self.password);
                 (ip, phone, tts)
             })
             .collect()
-    }
-
-    /// The most phones any one region gets.
-    fn most_in_a_region(&self) -> usize {
-        let mut listed = [0usize; 256];
-        for &region in &self.regions {
-            listed[usize::from(region)] += 1;
-        }
-        let rounds = self.phones / self.regions.len();
-        let extra = self.phones % self.regions.len();
-        listed
-            .iter()
-            .enumerate()
-            .map(|(region, &times)| {
-                let early = self.regions[..extra]
-                    .iter()
-                    .filter(|&&r| usize::from(r) == region)
-                    .count();
-                rounds * times + early
-            })
-            .max()
-            .unwrap_or(0)
     }
 }
 
@@ -723,7 +689,10 @@ mod tests {
             assert_eq!(phone.ras_address.ip(), IpAddr::V4(*ip));
         }
         // Region 1 has 667 phones: 127.1.1.1 to 127.1.1.250, 127.1.2.1 …, 127.1.3.167.
-        assert_eq!(storm.most_in_a_region(), 667);
+        assert_eq!(
+            roster::fullest_region(&storm.regions, storm.phones),
+            Some((1, 667))
+        );
         assert!(ips.contains(&Ipv4Addr::new(127, 1, 3, 167)));
         assert!(!ips.contains(&Ipv4Addr::new(127, 1, 3, 168)));
     }

@@ -1,0 +1,140 @@
+//! Which storm phone is which: phone `n`'s region, address and whether it is TTS, as
+//! `rasgk storm` numbers its phones. `rasgk plan` follows the same rule for a scenario
+//! group given by regions, so that a planned phone and a storm's phone of the same number
+//! are the same phone (tests/plan_live.rs and tests/drill_live.rs compare them one for one).
+//!
+//! The regions are taken round robin (a region listed twice gets twice the phones); within
+//! its region a phone takes the next address of the block 127.R.1.1, 127.R.1.2, …,
+//! 127.R.1.250, 127.R.2.1, …: 250 to each /24, so that .0 and .251–.255 stay free, and
+//! 254 /24s, up to 127.R.254.250. TTS phones are spread evenly: phone `n` is TTS when the
+//! share's running total crosses a whole number at `n`.
+
+use std::net::Ipv4Addr;
+
+/// Phones of a region on one 127.R.B.x block.
+const PER_BLOCK: usize = 250;
+
+/// The most phones a region's addresses hold: 127.R.1.1 to 127.R.254.250.
+pub const MOST_PER_REGION: usize = PER_BLOCK * 254;
+
+/// Phone `n`'s region, and how many phones of that region come before it.
+pub fn of_region(regions: &[u8], n: usize) -> (u8, usize) {
+    let round = regions.len();
+    let region = regions[n % round];
+    let times = regions.iter().filter(|&&r| r == region).count();
+    let earlier = regions[..n % round]
+        .iter()
+        .filter(|&&r| r == region)
+        .count();
+    (region, (n / round) * times + earlier)
+}
+
+/// Phone `n`'s address. `n` must leave its region within [`MOST_PER_REGION`].
+pub fn address(regions: &[u8], n: usize) -> Ipv4Addr {
+    let (region, j) = of_region(regions, n);
+    let (block, host) = (j / PER_BLOCK, j % PER_BLOCK);
+    Ipv4Addr::new(127, region, (1 + block) as u8, (1 + host) as u8)
+}
+
+/// The region that `count` phones give the most phones, with how many (the first such
+/// region listed); `None` for no regions.
+pub fn fullest_region(regions: &[u8], count: usize) -> Option<(u8, usize)> {
+    let (rounds, extra) = (count / regions.len().max(1), count % regions.len().max(1));
+    let mut fullest: Option<(u8, usize)> = None;
+    for &region in regions {
+        let times = regions.iter().filter(|&&r| r == region).count();
+        let early = regions[..extra].iter().filter(|&&r| r == region).count();
+        let phones = rounds * times + early;
+        if fullest.is_none_or(|(_, most)| phones > most) {
+            fullest = Some((region, phones));
+        }
+    }
+    fullest
+}
+
+/// Whether phone `n` is TTS, `share` of all phones being TTS.
+pub fn is_tts(share: f64, n: usize) -> bool {
+    ((n + 1) as f64 * share).floor() > (n as f64 * share).floor()
+}
+
+/// The TTS phones among phones `0..n`.
+pub fn tts_before(share: f64, n: usize) -> usize {
+    (n as f64 * share).floor() as usize
+}
+
+/// Phone `n`'s extension: TTS phones number up from `tts_from`, the others from `from`, each
+/// in phone order.
+pub fn extension(share: f64, tts_from: u32, from: u32, n: usize) -> u32 {
+    let tts_before = tts_before(share, n) as u32;
+    if is_tts(share, n) {
+        tts_from + tts_before
+    } else {
+        from + (n as u32 - tts_before)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_take_turns_and_fill_their_blocks_250_at_a_time() {
+        let regions = [1, 2, 1];
+        let addresses: Vec<Ipv4Addr> = (0..6).map(|n| address(&regions, n)).collect();
+        assert_eq!(
+            addresses,
+            [
+                Ipv4Addr::new(127, 1, 1, 1),
+                Ipv4Addr::new(127, 2, 1, 1),
+                Ipv4Addr::new(127, 1, 1, 2),
+                Ipv4Addr::new(127, 1, 1, 3),
+                Ipv4Addr::new(127, 2, 1, 2),
+                Ipv4Addr::new(127, 1, 1, 4),
+            ]
+        );
+        assert_eq!(address(&[3], 250), Ipv4Addr::new(127, 3, 2, 1));
+        assert_eq!(
+            address(&[3], MOST_PER_REGION - 1),
+            Ipv4Addr::new(127, 3, 254, 250)
+        );
+    }
+
+    #[test]
+    fn the_fullest_region_counts_what_the_addresses_give_it() {
+        for (regions, count) in [
+            (vec![1, 2, 3], 2_000),
+            (vec![1, 2, 1], 7),
+            (vec![4], 1),
+            (vec![2, 1, 1, 2, 2], 13),
+        ] {
+            let (region, most) = fullest_region(&regions, count).unwrap();
+            let counted = (0..count)
+                .filter(|&n| of_region(&regions, n).0 == region)
+                .count();
+            assert_eq!(counted, most, "{regions:?} {count}");
+            for &other in &regions {
+                let theirs = (0..count).filter(|&n| of_region(&regions, n).0 == other);
+                assert!(theirs.count() <= most);
+            }
+            // Every phone's index within its region is below its region's count.
+            assert!((0..count).all(|n| of_region(&regions, n).1 < most));
+        }
+        assert_eq!(fullest_region(&[], 10), None);
+    }
+
+    #[test]
+    fn tts_phones_are_spread_evenly_and_counted_before_each_phone() {
+        for share in [0.0, 0.33, 0.5, 1.0] {
+            let mut seen = 0;
+            for n in 0..1_000 {
+                assert_eq!(tts_before(share, n), seen, "share {share}, phone {n}");
+                seen += usize::from(is_tts(share, n));
+            }
+            assert_eq!(seen, (1_000.0 * share) as usize);
+        }
+        let first: Vec<bool> = (0..4).map(|n| is_tts(0.5, n)).collect();
+        assert_eq!(first, [false, true, false, true]);
+        let extensions: Vec<u32> = (0..5).map(|n| extension(0.5, 500, 600, n)).collect();
+        assert_eq!(extensions, [600, 500, 601, 501, 602]);
+    }
+}
