@@ -22,6 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rasgk::plan::{self, Report, Scenario};
+use support::rate;
 use support::server::{http_request, terminate, Served};
 
 const PHONES: u64 = 12_000;
@@ -336,7 +337,7 @@ fn with_rebalancing_the_returned_clan_refills_live_at_the_planned_pace() {
     let back = drill.set_service(true);
 
     // (start of the read, end of the read, moves counted)
-    let mut samples: Vec<(Instant, Instant, f64)> = Vec::new();
+    let mut samples: Vec<rate::Read> = Vec::new();
     let limit = Duration::from_secs_f64(planned_for * 1.5 + 15.0);
     let (after, refilled) = drill.until(
         limit,
@@ -364,18 +365,7 @@ fn with_rebalancing_the_returned_clan_refills_live_at_the_planned_pace() {
 
     // Never faster than the limit: between any two reads at most moves_per_s a second (one
     // more for a move on the edge); none before the return.
-    for (i, &(start_i, end_i, moves_i)) in samples.iter().enumerate() {
-        assert!(moves_i <= per_s * (end_i - back).as_secs_f64() + 1.0);
-        for &(_, end_j, moves_j) in &samples[i + 1..] {
-            let allowed = per_s * (end_j - start_i).as_secs_f64() + 1.0;
-            assert!(
-                moves_j - moves_i <= allowed,
-                "{} moves in {:?}",
-                moves_j - moves_i,
-                end_j - start_i
-            );
-        }
-    }
+    rate::assert_never_faster(&samples, back, per_s);
     // The moves refilled the empty clan-1a: nearly each brought one phone there, not every
     // one (the plan, by the same rules, makes 382 moves for 373 phones there). Done in about
     // the time the pace allows.

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::rate;
 use support::server::{http_request, terminate, Served};
 
 const PHONES: u64 = 300;
@@ -163,7 +164,7 @@ fn a_clan_back_in_service_refills_only_with_rebalancing_and_at_its_rate() {
         .unwrap();
     assert!(status.success());
     // (start of the read, end of the read, moves counted)
-    let mut samples: Vec<(Instant, Instant, f64)> = Vec::new();
+    let mut samples: Vec<rate::Read> = Vec::new();
     let deadline = hup + Duration::from_secs(20);
     loop {
         let start = Instant::now();
@@ -188,19 +189,7 @@ fn a_clan_back_in_service_refills_only_with_rebalancing_and_at_its_rate() {
     assert!(moves <= needed + 5.0, "{moves} moves, {needed} needed");
     // The rate: between any two reads, at most MOVES_PER_S a second (and one more for a
     // move on the edge); the first move comes after the SIGHUP.
-    for (i, &(start_i, _, moves_i)) in samples.iter().enumerate() {
-        let since_hup = samples[i].1 - hup;
-        assert!(moves_i <= MOVES_PER_S * since_hup.as_secs_f64() + 1.0);
-        for &(_, end_j, moves_j) in &samples[i + 1..] {
-            let allowed = MOVES_PER_S * (end_j - start_i).as_secs_f64() + 1.0;
-            assert!(
-                moves_j - moves_i <= allowed,
-                "{} moves in {:?}",
-                moves_j - moves_i,
-                end_j - start_i
-            );
-        }
-    }
+    rate::assert_never_faster(&samples, hup, MOVES_PER_S);
     eprintln!(
         "rebalancing: {moves} moves ({needed} needed) {converged:?} after the SIGHUP, {} reads",
         samples.len()

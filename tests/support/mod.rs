@@ -4,6 +4,7 @@ pub mod browser;
 pub mod captures;
 pub mod fixtures;
 pub mod messages;
+pub mod rate;
 pub mod server;
 pub mod tcp;
 pub mod tshark;
