@@ -127,6 +127,8 @@ fn every_key_is_read() {
     assert_eq!(gk.setup, Duration::from_millis(20));
     assert_eq!(gk.setup_timeout, Duration::from_millis(1500));
     assert_eq!(gk.keepalive, Duration::from_secs(15));
+    assert_eq!(gk.call_signalling, config::CallSignalling::Routed);
+    assert_eq!(gk.call_setup_timeout, Duration::from_secs(30));
     assert!(gk.strict_network_map);
     assert_eq!(gk.password_window_s, 30);
     let passwords: Vec<(&str, &str)> = c

@@ -113,6 +113,8 @@ fn topology() -> impl Strategy<Value = Config> {
                             setup: std::time::Duration::ZERO,
                             setup_timeout: std::time::Duration::from_secs(3),
                             keepalive: std::time::Duration::from_secs(60),
+                            call_signalling: rasgk::config::CallSignalling::Direct,
+                            call_setup_timeout: std::time::Duration::from_secs(180),
                             strict_network_map: false,
                             password_window_s: 120,
                         },

@@ -460,3 +460,71 @@ fn a_bad_frame_closes_the_socket_and_the_phone_stays_registered() {
     // It may connect again.
     lab.accept(signal, &p).expect("reconnects");
 }
+
+/// docs/rules.md §8.6: a TTS phone that closes each socket at once, as a standard H.323
+/// endpoint does with a first PDU that is no Setup, is set up again only after the back-off
+/// rounds (1, 2, 4 … 32 s): at most 8 connections in its first minute, each counted as a
+/// decline and the phone shown as declining. Before this rule the gatekeeper reconnected at
+/// once, 657 times in 10 s to one H323Plus endpoint.
+#[test]
+fn a_tts_phone_that_declines_every_socket_is_set_up_again_only_after_back_off_rounds() {
+    let mut lab = Lab::new(&topology(0, ""));
+    let mut p = phone(1, 1, 5001);
+    lab.register(&mut p);
+    let mut connects_at = Vec::new();
+    // Every 10 ms of the first minute: each connect completes at once, and the phone closes
+    // the socket 10 ms after the service frame.
+    for ms in (0..60_000).step_by(10) {
+        lab.at_ms(ms);
+        for command in lab.commands() {
+            if let Command::Connect { id, .. } = command {
+                connects_at.push(ms);
+                lab.gatekeeper.connected(lab.now, id);
+                assert!(sends_empty_frame(&lab.commands(), id), "the service frame");
+                lab.at_ms(ms + 10);
+                lab.gatekeeper.closed(lab.now, id, Closing::Fin);
+            }
+        }
+    }
+    assert_eq!(
+        connects_at,
+        [0, 1_010, 3_020, 7_030, 15_040, 31_050],
+        "rounds 1, 2, 4, 8, 16 s after each decline"
+    );
+    assert!(connects_at.len() <= 8);
+    let registration = &lab.gatekeeper.registrations()[0];
+    assert_eq!(registration.socket.name(), "declined");
+    assert_eq!(registration.socket_declines, 6);
+    assert_eq!(lab.gatekeeper.socket_stats().declines, 6);
+    assert_eq!(lab.gatekeeper.declining_phones(), 1);
+    assert_eq!(lab.sockets("a").0 + lab.sockets("b").0, 0, "no place held");
+    // The next round comes 32 s after the last decline, and so does every later one.
+    lab.at_ms(31_060 + 31_999);
+    assert!(lab.commands().is_empty());
+    lab.at_ms(31_060 + 32_000);
+    assert!(matches!(lab.commands().as_slice(), [Command::Connect { .. }]));
+}
+
+/// A TTS phone that holds its socket past the decline window and then loses it is set up
+/// again at once, as before; only a quick close counts as a decline.
+#[test]
+fn a_tts_socket_held_past_a_second_and_lost_is_set_up_again_at_once() {
+    let mut lab = Lab::new(&topology(0, ""));
+    let mut p = phone(1, 1, 5001);
+    lab.register(&mut p);
+    let id = match lab.commands().as_slice() {
+        [Command::Connect { id, .. }] => *id,
+        other => panic!("one connect expected, got {other:?}"),
+    };
+    lab.gatekeeper.connected(lab.now, id);
+    lab.commands();
+    lab.at_ms(1_000);
+    lab.gatekeeper.closed(lab.now, id, Closing::Reset);
+    assert!(
+        matches!(lab.commands().as_slice(), [Command::Connect { .. }]),
+        "set up again at once"
+    );
+    let registration = &lab.gatekeeper.registrations()[0];
+    assert_eq!(registration.socket_declines, 0);
+    assert_eq!(lab.gatekeeper.socket_stats().declines, 0);
+}

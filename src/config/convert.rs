@@ -17,8 +17,8 @@ use super::file::{
     RebalanceFile, RegionFile, TtsFile,
 };
 use super::model::{
-    AdminSettings, AglQuotas, AliasPassword, Clan, Config, GatekeeperSettings, Limits, Link,
-    Rebalance, Region, RegionId, SocketMode, TtsRule,
+    AdminSettings, AglQuotas, AliasPassword, CallSignalling, Clan, Config, GatekeeperSettings,
+    Limits, Link, Rebalance, Region, RegionId, SocketMode, TtsRule,
 };
 
 /// Region numbers allowed (docs/rules.md §1: "a number from 1 to 2000").
@@ -247,6 +247,17 @@ fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSet
     )?;
     at_least_one("gatekeeper.setup_timeout_ms", gk.setup_timeout_ms.into())?;
     at_least_one("gatekeeper.keepalive_s", gk.keepalive_s.into())?;
+    at_least_one(
+        "gatekeeper.call_setup_timeout_s",
+        gk.call_setup_timeout_s.into(),
+    )?;
+    if gk.call_signalling == CallSignalling::Routed && gk.sockets != SocketMode::Tcp {
+        return Err(Fault::new(
+            "gatekeeper.call_signalling",
+            "is \"routed\", which needs sockets = \"tcp\": routed calls run over the C-LANs' \
+             real signalling connections (set sockets = \"tcp\", or call_signalling = \"direct\")",
+        ));
+    }
     Ok(GatekeeperSettings {
         discovery,
         multicast: gk.multicast,
@@ -262,6 +273,8 @@ fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSet
         setup: Duration::from_millis(gk.setup_ms.into()),
         setup_timeout: Duration::from_millis(gk.setup_timeout_ms.into()),
         keepalive: Duration::from_secs(gk.keepalive_s.into()),
+        call_signalling: gk.call_signalling,
+        call_setup_timeout: Duration::from_secs(gk.call_setup_timeout_s.into()),
         strict_network_map: gk.strict_network_map,
         password_window_s: gk.password_window_s,
     })

@@ -9,7 +9,9 @@
 
 use serde::Deserialize;
 
-use super::model::{ClanKind, Distribution, LinkKind, SocketMode, TierMode, TrunkKind};
+use super::model::{
+    CallSignalling, ClanKind, Distribution, LinkKind, SocketMode, TierMode, TrunkKind,
+};
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
@@ -163,6 +165,10 @@ pub(crate) struct GatekeeperFile {
     pub setup_timeout_ms: u32,
     #[serde(default = "default_keepalive_s")]
     pub keepalive_s: u32,
+    #[serde(default = "default_call_signalling")]
+    pub call_signalling: CallSignalling,
+    #[serde(default = "default_call_setup_timeout_s")]
+    pub call_setup_timeout_s: u32,
     #[serde(default)]
     pub strict_network_map: bool,
     #[serde(default = "default_password_window_s")]
@@ -186,6 +192,8 @@ impl Default for GatekeeperFile {
             setup_ms: default_setup_ms(),
             setup_timeout_ms: default_setup_timeout_ms(),
             keepalive_s: default_keepalive_s(),
+            call_signalling: default_call_signalling(),
+            call_setup_timeout_s: default_call_setup_timeout_s(),
             strict_network_map: false,
             password_window_s: default_password_window_s(),
         }
@@ -354,6 +362,17 @@ fn default_tts_default() -> bool {
 }
 fn default_sockets() -> SocketMode {
     SocketMode::Count
+}
+
+fn default_call_signalling() -> CallSignalling {
+    CallSignalling::Direct
+}
+
+/// A callee that has not answered (Connect) within this is released `noAnswer`: the
+/// three minutes of Q.931's T301 ("alerting received" to "connect"), as H323Plus's and
+/// GnuGk's default connect timeouts are of that order.
+fn default_call_setup_timeout_s() -> u32 {
+    180
 }
 fn default_max_setups_per_clan() -> u32 {
     5

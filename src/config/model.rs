@@ -148,6 +148,17 @@ pub enum SocketMode {
     Tcp,
 }
 
+/// Where phones' call signalling goes (docs/rules.md §8.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallSignalling {
+    /// The ACF names the callee: call signalling goes endpoint to endpoint.
+    Direct,
+    /// The ACF names the caller's C-LAN (`gatekeeperRouted`): the gatekeeper relays every
+    /// Q.931 message over the C-LANs' sockets. Needs `sockets = "tcp"`.
+    Routed,
+}
+
 /// `[gatekeeper]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GatekeeperSettings {
@@ -182,6 +193,11 @@ pub struct GatekeeperSettings {
     /// Socket mode: TCP keep-alive on every signalling socket, probing after this much
     /// silence and as often again (three probes unanswered close it), ≥ 1 s.
     pub keepalive: Duration,
+    /// Direct or gatekeeper-routed call signalling.
+    pub call_signalling: CallSignalling,
+    /// Routed calls: a callee that has not answered (Connect) by then is released
+    /// `noAnswer`, ≥ 1 s.
+    pub call_setup_timeout: Duration,
     /// Refuse phones outside the IP network map (GRJ `terminalExcluded`, RRJ
     /// `securityDenial`) instead of giving them a region by where they sent.
     pub strict_network_map: bool,

@@ -11,7 +11,7 @@ use super::events::Event;
 use super::registry;
 use super::signalling::{
     Closing, Command, ConnectionId, Phase, PhoneSocket, Refusal, SocketState, SocketTimer,
-    TTS_BACKOFF_FIRST, TTS_BACKOFF_MAX,
+    DECLINE_WINDOW, TTS_BACKOFF_FIRST, TTS_BACKOFF_MAX,
 };
 use super::topology::ClanIdx;
 use super::{policy, Gatekeeper};
@@ -42,12 +42,31 @@ impl Gatekeeper {
     /// Where a registration's socket stands.
     pub fn socket_state(&self, key: u64) -> SocketState {
         if self.socket_mode() {
-            self.signalling.phase(key).state()
+            match self.signalling.phones.get(&key) {
+                Some(phone) if phone.declined && phone.state == Phase::None => {
+                    SocketState::Declined
+                }
+                _ => self.signalling.phase(key).state(),
+            }
         } else if self.registry.get(key).is_some_and(|r| r.socket.is_some()) {
             SocketState::Counted
         } else {
             SocketState::None
         }
+    }
+
+    /// How many sockets a registration declined (docs/rules.md §8.6).
+    pub fn socket_declines(&self, key: u64) -> u32 {
+        self.signalling.phones.get(&key).map_or(0, |p| p.declines)
+    }
+
+    /// TTS phones whose last socket was declined and that wait for their next round.
+    pub fn declining_phones(&self) -> usize {
+        self.signalling
+            .phones
+            .values()
+            .filter(|p| p.declined && p.state == Phase::None)
+            .count()
     }
 
     /// Socket mode's counters.
@@ -258,7 +277,8 @@ impl Gatekeeper {
                 histogram.observe(now.saturating_duration_since(rcf));
             }
             phone.tried.clear();
-            phone.backoff = TTS_BACKOFF_FIRST;
+            phone.established_at = Some(now);
+            phone.declined = false;
         }
         if self.events.watched() {
             self.events.push(Event::SocketEstablished {
@@ -272,7 +292,20 @@ impl Gatekeeper {
     /// A phone's socket (or establishment) is gone from under it: its place is freed at
     /// once and it stays registered without one; a non-TTS phone may connect again, a TTS
     /// phone is set up again.
+    ///
+    /// A TTS phone that closes its socket within [`DECLINE_WINDOW`] of the service frame has
+    /// declined it (docs/rules.md §8.6): it waits for its next back-off round instead of being
+    /// set up again at once, which would send a standard endpoint dozens of connections a
+    /// second. A socket it held longer resets its back-off.
     fn socket_lost(&mut self, now: Instant, key: u64, how: Closing) {
+        let established_at = self
+            .signalling
+            .phones
+            .get(&key)
+            .and_then(|p| match p.state {
+                Phase::Established(..) => p.established_at,
+                _ => None,
+            });
         let Some((clan, tts)) = self.free_place(key, how) else {
             return;
         };
@@ -283,10 +316,40 @@ impl Gatekeeper {
                 reason: how,
             });
         }
-        if tts {
+        let by_phone = matches!(how, Closing::Fin | Closing::Reset);
+        let declined = tts
+            && by_phone
+            && established_at.is_some_and(|at| now.saturating_duration_since(at) < DECLINE_WINDOW);
+        if declined {
+            self.declined(now, key, clan);
+        } else if tts {
+            if let Some(phone) = self.signalling.phones.get_mut(&key) {
+                phone.backoff = TTS_BACKOFF_FIRST;
+            }
             self.start_tts_round(now, key);
         }
         self.pump(now, clan);
+    }
+
+    /// A TTS phone declined its socket on `clan`: counted, logged once per registration,
+    /// and set up again after its back-off round.
+    fn declined(&mut self, now: Instant, key: u64, clan: ClanIdx) {
+        self.signalling.stats.declines += 1;
+        let Some(phone) = self.signalling.phones.get_mut(&key) else {
+            return;
+        };
+        phone.declines += 1;
+        phone.declined = true;
+        phone.tried.clear();
+        if phone.declines == 1 {
+            tracing::info!(
+                endpoint_id = %registry::endpoint_id_text(key),
+                clan = %self.config.clans[clan].name,
+                "TTS phone declined its socket (closed it within a second of the service \
+                 frame, as a standard H.323 endpoint does); set up again after back-off rounds"
+            );
+        }
+        self.back_off(now, key);
     }
 
     /// A TTS attempt on its C-LAN ended without a socket: the place there is freed, and the

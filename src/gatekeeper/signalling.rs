@@ -51,6 +51,12 @@ pub const TTS_BACKOFF_FIRST: Duration = Duration::from_secs(1);
 /// The longest wait between two rounds of a TTS phone's set-up.
 pub const TTS_BACKOFF_MAX: Duration = Duration::from_secs(32);
 
+/// A TTS phone that closes its established socket within this of the service frame has
+/// *declined* it (docs/rules.md §8.6): a standard H.323 endpoint closes an incoming
+/// call-signalling connection whose first PDU is not a Setup (H323Plus: "First PDU is not a
+/// Setup, connection not started"). It is set up again only after the back-off rounds.
+pub const DECLINE_WINDOW: Duration = Duration::from_secs(1);
+
 /// A signalling connection, numbered by the core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct ConnectionId(pub u64);
@@ -196,6 +202,9 @@ pub enum SocketState {
     Setup,
     /// Socket mode: the socket is established.
     Established,
+    /// Socket mode, TTS: the phone closed its last socket within a second of the service
+    /// frame (docs/rules.md §8.6); it is set up again after its back-off.
+    Declined,
     /// No socket and no place (a TTS phone waiting for room or its next round, a non-TTS
     /// phone whose socket closed).
     #[default]
@@ -212,6 +221,7 @@ impl SocketState {
             SocketState::Connecting => "connecting",
             SocketState::Setup => "setup",
             SocketState::Established => "established",
+            SocketState::Declined => "declined",
             SocketState::None => "none",
         }
     }
@@ -227,6 +237,12 @@ pub(super) struct PhoneSocket {
     pub tried: Vec<ClanIdx>,
     /// TTS: the wait before its next round when this one fails.
     pub backoff: Duration,
+    /// When its socket was last established (the service frame written).
+    pub established_at: Option<Instant>,
+    /// TTS: sockets it declined (closed within [`DECLINE_WINDOW`] of the service frame).
+    pub declines: u32,
+    /// TTS: its last socket was declined, and it waits for its next round.
+    pub declined: bool,
 }
 
 impl PhoneSocket {
@@ -237,6 +253,9 @@ impl PhoneSocket {
             since_rcf,
             tried: Vec::new(),
             backoff: TTS_BACKOFF_FIRST,
+            established_at: None,
+            declines: 0,
+            declined: false,
         }
     }
 }
@@ -328,6 +347,8 @@ pub struct SocketStats {
     pub established: u64,
     /// TTS connects started.
     pub connects: u64,
+    /// TTS sockets declined: closed by the phone within a second of the service frame.
+    pub declines: u64,
     /// Octets phones sent on their sockets.
     pub octets: u64,
     /// TPKT frames phones sent on their sockets.

@@ -76,6 +76,10 @@ pub struct RegistrationView {
     /// `queued`, `connecting`, `setup`, `established`, or `none`).
     #[serde(default)]
     pub socket: SocketState,
+    /// Socket mode, TTS: sockets it declined, closing them within a second of the service
+    /// frame (docs/rules.md §8.6).
+    #[serde(default)]
+    pub socket_declines: u32,
     /// An Avaya endpoint (its RRQ carried Avaya's CCMS `nonStandardData`)?
     #[serde(default)]
     pub avaya: bool,
@@ -154,6 +158,7 @@ impl Gatekeeper {
                 agl: r.agl.iter().map(|&idx| name(idx)).collect(),
                 ttl_s: r.ttl_s,
                 socket: self.socket_state(key),
+                socket_declines: self.socket_declines(key),
                 avaya: r.avaya.is_some(),
                 mac: r.avaya.and_then(|a| a.mac).map(|mac| mac.to_string()),
             })

@@ -27,6 +27,7 @@ pub(crate) struct Figures {
     call_hops: u64,
     limits: Limits,
     sockets: SocketStats,
+    declining: usize,
     max_setups_per_clan: u32,
     rebalance: RebalanceView,
 }
@@ -41,6 +42,7 @@ impl Figures {
             call_hops: gatekeeper.call_hops_total(),
             limits: gatekeeper.config().limits,
             sockets: gatekeeper.socket_stats().clone(),
+            declining: gatekeeper.declining_phones(),
             max_setups_per_clan: gatekeeper.config().gatekeeper.max_setups_per_clan,
             rebalance: gatekeeper.rebalance(),
         }
@@ -138,6 +140,12 @@ impl Figures {
                 s.connects,
             ),
             (
+                "rasgk_tts_declines_total",
+                "TTS sockets declined: closed by the phone within a second of the service \
+                 frame, as a standard H.323 endpoint does.",
+                s.declines,
+            ),
+            (
                 "rasgk_signal_octets_total",
                 "Octets phones sent on their signalling sockets.",
                 s.octets,
@@ -151,6 +159,14 @@ impl Figures {
             header(out, name, help, "counter");
             let _ = writeln!(out, "{name} {value}");
         }
+        let name = "rasgk_tts_declining_phones";
+        header(
+            out,
+            name,
+            "TTS phones whose last socket was declined, waiting for their next back-off round.",
+            "gauge",
+        );
+        let _ = writeln!(out, "{name} {}", self.declining);
         let name = "rasgk_max_setups_per_clan";
         header(
             out,
