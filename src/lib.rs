@@ -11,7 +11,8 @@
 //! - [`plan`]: `rasgk plan`, phones against the gatekeeper core in virtual time, charted.
 //! - [`phone`]: a simulated phone's side of RAS (no I/O), for tests, examples and storms.
 //! - [`ras`]: H.225.0 RAS messages on the wire (ALIGNED PER), generated from `asn1/`.
-//! - [`pcap`]: reading and writing captures of UDP datagrams.
+//! - [`pcap`]: reading and writing captures of UDP datagrams (and TCP segments).
+//! - [`q931`]: H.225.0 call signalling on the wire (Q.931 and its `H323-UserInformation`).
 //! - [`server`]: the tokio glue: UDP sockets per C-LAN, the admin port, shutdown.
 //! - [`status`]: `rasgk status`, the admin port's views as a terminal table.
 //! - [`storm`]: `rasgk storm`, a registration storm of simulated phones against any gatekeeper.
@@ -29,6 +30,7 @@ pub mod inspect;
 pub mod pcap;
 pub mod phone;
 pub mod plan;
+pub mod q931;
 pub mod ras;
 pub mod replay;
 pub mod server;

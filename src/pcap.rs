@@ -1,8 +1,9 @@
-//! Reading and writing captures of UDP datagrams (H.225.0 RAS).
+//! Reading and writing captures of UDP datagrams (H.225.0 RAS), and writing TCP segments
+//! (H.225.0 call signalling).
 //!
 //! `rasgk decode` and `rasgk replay` read the RAS messages out of a capture file, and the
 //! tests write what rasgk sent and received to a capture so that Wireshark/tshark can check it.
-//! This module only deals with UDP datagrams: addresses, ports, payload and arrival time.
+//! The reader only deals with UDP datagrams: addresses, ports, payload and arrival time.
 //!
 //! # Reading
 //!
@@ -28,7 +29,9 @@
 //! frame between two fixed, made-up, locally administered MAC addresses ([`SRC_MAC`],
 //! [`DST_MAC`]), with an IPv4 header (correct header checksum, DF set, identification
 //! increasing by one per packet, TTL 64) or an IPv6 header (hop limit 64), and a UDP header with
-//! a correct checksum. tshark decodes the result without warnings.
+//! a correct checksum. tshark decodes the result without warnings. [`PcapWriter::write_tcp`]
+//! writes a [`TcpSegment`] the same way, with a TCP header (ACK, PSH with a payload, correct
+//! checksum) in place of the UDP one; the caller keeps the sequence numbers.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -37,8 +40,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use etherparse::{
-    EtherType, IpNumber, Ipv4Header, Ipv6FlowLabel, Ipv6Header, NetSlice, SlicedPacket,
-    TransportSlice, UdpHeader,
+    EtherType, IpNumber, Ipv4Header, Ipv6FlowLabel, Ipv6Header, NetSlice, SlicedPacket, TcpHeader,
+    TransportHeader, TransportSlice, UdpHeader,
 };
 use pcap_file::pcap::PcapHeader;
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
@@ -575,6 +578,27 @@ pub const SRC_MAC: [u8; 6] = [0x02, 0x00, 0x5e, 0x52, 0x41, 0x53];
 /// Destination MAC address of every frame [`PcapWriter`] writes (locally administered, made up).
 pub const DST_MAC: [u8; 6] = [0x02, 0x00, 0x5e, 0x47, 0x4b, 0x01];
 
+/// One TCP segment to write with [`PcapWriter::write_tcp`] (e.g. a TPKT frame of H.225.0
+/// call signalling, for Wireshark to read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpSegment {
+    /// Capture time, since the UNIX epoch.
+    pub time: Duration,
+    /// Source address and port.
+    pub src: SocketAddr,
+    /// Destination address and port.
+    pub dst: SocketAddr,
+    /// Sequence number of the first payload octet.
+    pub seq: u32,
+    /// The next sequence number expected from the other side (the ACK flag is set).
+    pub ack: u32,
+    /// The segment's payload.
+    pub payload: Vec<u8>,
+}
+
+/// The receive window every written TCP segment announces.
+const TCP_WINDOW: u16 = 64_240;
+
 /// Snapshot length written in the file header (libpcap's default): every frame we write fits.
 const WRITER_SNAPLEN: u32 = 262_144;
 
@@ -609,57 +633,106 @@ impl<W: Write> PcapWriter<W> {
     /// the payload does not fit in one UDP datagram, or the time is beyond what pcap can hold
     /// (year 2106).
     pub fn write(&mut self, d: &Datagram) -> io::Result<()> {
+        let udp = UdpHeader {
+            source_port: d.src.port(),
+            destination_port: d.dst.port(),
+            length: 0, // set by write_ip, once the length is known to fit
+            checksum: 0,
+        };
+        self.write_ip(d.time, d.src, d.dst, TransportHeader::Udp(udp), &d.payload)
+    }
+
+    /// Appends one TCP segment as an Ethernet frame: flags ACK, and PSH when it carries
+    /// octets; no options; a correct checksum.
+    ///
+    /// Fails with `InvalidInput` for the same reasons as [`PcapWriter::write`].
+    pub fn write_tcp(&mut self, segment: &TcpSegment) -> io::Result<()> {
+        let mut tcp = TcpHeader::new(
+            segment.src.port(),
+            segment.dst.port(),
+            segment.seq,
+            TCP_WINDOW,
+        );
+        tcp.ack = true;
+        tcp.acknowledgment_number = segment.ack;
+        tcp.psh = !segment.payload.is_empty();
+        self.write_ip(
+            segment.time,
+            segment.src,
+            segment.dst,
+            TransportHeader::Tcp(tcp),
+            &segment.payload,
+        )
+    }
+
+    /// Appends an Ethernet frame holding an IP packet with `transport` and `payload`; the
+    /// UDP length and the transport checksum are filled in here.
+    fn write_ip(
+        &mut self,
+        time: Duration,
+        src: SocketAddr,
+        dst: SocketAddr,
+        mut transport: TransportHeader,
+        payload: &[u8],
+    ) -> io::Result<()> {
         let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
-        let mut frame = Vec::with_capacity(14 + 40 + 8 + d.payload.len());
-        let ether_type = match d.src.ip() {
+        let protocol = match transport {
+            TransportHeader::Tcp(_) => ("TCP", IpNumber::TCP),
+            _ => ("UDP", IpNumber::UDP),
+        };
+        let transport_len = transport.header_len() + payload.len();
+        let too_long = |version: &str| {
+            invalid(format!(
+                "{} payload of {} bytes does not fit in an {version} packet",
+                protocol.0,
+                payload.len()
+            ))
+        };
+        let mut frame = Vec::with_capacity(14 + 40 + transport_len);
+        let ether_type = match src.ip() {
             IpAddr::V4(_) => EtherType::IPV4,
             IpAddr::V6(_) => EtherType::IPV6,
         };
         frame.extend_from_slice(&DST_MAC);
         frame.extend_from_slice(&SRC_MAC);
         frame.extend_from_slice(&ether_type.0.to_be_bytes());
-        let (sp, dp) = (d.src.port(), d.dst.port());
-        match (d.src.ip(), d.dst.ip()) {
+        match (src.ip(), dst.ip()) {
             (IpAddr::V4(s), IpAddr::V4(t)) => {
-                let udp_len = u16::try_from(8 + d.payload.len())
+                let len = u16::try_from(transport_len)
                     .ok()
                     .filter(|l| usize::from(*l) + 20 <= usize::from(u16::MAX))
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "UDP payload of {} bytes does not fit in an IPv4 datagram",
-                            d.payload.len()
-                        ))
-                    })?;
+                    .ok_or_else(|| too_long("IPv4"))?;
+                if let Some(udp) = transport.mut_udp() {
+                    udp.length = len;
+                }
                 self.ip_id = self.ip_id.wrapping_add(1);
-                let mut ip = Ipv4Header::new(udp_len, 64, IpNumber::UDP, s.octets(), t.octets())
+                let mut ip = Ipv4Header::new(len, 64, protocol.1, s.octets(), t.octets())
                     .map_err(|e| invalid(e.to_string()))?;
                 ip.identification = self.ip_id;
                 ip.header_checksum = ip.calc_header_checksum();
-                let udp = UdpHeader::with_ipv4_checksum(sp, dp, &ip, &d.payload)
+                transport
+                    .update_checksum_ipv4(&ip, payload)
                     .map_err(|e| invalid(e.to_string()))?;
                 ip.write(&mut frame)?;
-                udp.write(&mut frame)?;
             }
             (IpAddr::V6(s), IpAddr::V6(t)) => {
-                let udp_len = u16::try_from(8 + d.payload.len()).map_err(|_| {
-                    invalid(format!(
-                        "UDP payload of {} bytes does not fit in an IPv6 datagram",
-                        d.payload.len()
-                    ))
-                })?;
+                let len = u16::try_from(transport_len).map_err(|_| too_long("IPv6"))?;
+                if let Some(udp) = transport.mut_udp() {
+                    udp.length = len;
+                }
                 let ip = Ipv6Header {
                     traffic_class: 0,
                     flow_label: Ipv6FlowLabel::ZERO,
-                    payload_length: udp_len,
-                    next_header: IpNumber::UDP,
+                    payload_length: len,
+                    next_header: protocol.1,
                     hop_limit: 64,
                     source: s.octets(),
                     destination: t.octets(),
                 };
-                let udp = UdpHeader::with_ipv6_checksum(sp, dp, &ip, &d.payload)
+                transport
+                    .update_checksum_ipv6(&ip, payload)
                     .map_err(|e| invalid(e.to_string()))?;
                 ip.write(&mut frame).map_err(|e| invalid(e.to_string()))?;
-                udp.write(&mut frame)?;
             }
             (s, t) => {
                 return Err(invalid(format!(
@@ -667,13 +740,14 @@ impl<W: Write> PcapWriter<W> {
                 )))
             }
         }
-        frame.extend_from_slice(&d.payload);
-        let secs = u32::try_from(d.time.as_secs())
-            .map_err(|_| invalid(format!("time {:?} does not fit in pcap", d.time)))?;
+        transport.write(&mut frame)?;
+        frame.extend_from_slice(payload);
+        let secs = u32::try_from(time.as_secs())
+            .map_err(|_| invalid(format!("time {time:?} does not fit in pcap")))?;
         let len = frame.len() as u32;
         let mut record = Vec::with_capacity(16 + frame.len());
         record.extend_from_slice(&secs.to_le_bytes());
-        record.extend_from_slice(&d.time.subsec_nanos().to_le_bytes());
+        record.extend_from_slice(&time.subsec_nanos().to_le_bytes());
         record.extend_from_slice(&len.to_le_bytes());
         record.extend_from_slice(&len.to_le_bytes());
         record.extend_from_slice(&frame);
@@ -806,6 +880,64 @@ mod tests {
         let cap = read_file(&path).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(cap.datagrams, numbered(ds));
+    }
+
+    #[test]
+    fn tcp_segments_have_their_numbers_flags_and_checksums() {
+        let segment = |src: &str, dst: &str, payload: &[u8]| TcpSegment {
+            time: Duration::new(1_700_000_000, 7),
+            src: src.parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            seq: 1_000,
+            ack: 2_000,
+            payload: payload.to_vec(),
+        };
+        let mut w = PcapWriter::new(Vec::new()).unwrap();
+        w.write_tcp(&segment(
+            "192.0.2.1:40000",
+            "192.0.2.2:1720",
+            b"\x03\x00\x00\x05x",
+        ))
+        .unwrap();
+        w.write_tcp(&segment("[2001:db8::1]:1720", "[2001:db8::2]:40000", b""))
+            .unwrap();
+        let bytes = w.into_inner();
+        let mut rest = &bytes[24..];
+        let mut seen = Vec::new();
+        while !rest.is_empty() {
+            let len = u32::from_le_bytes(rest[8..12].try_into().unwrap()) as usize;
+            let frame = &rest[16..16 + len];
+            rest = &rest[16 + len..];
+            let sliced = SlicedPacket::from_ethernet(frame).unwrap();
+            let Some(TransportSlice::Tcp(tcp)) = sliced.transport else {
+                panic!("not TCP: {sliced:?}");
+            };
+            let expect = match sliced.net {
+                Some(NetSlice::Ipv4(ip)) => tcp
+                    .to_header()
+                    .calc_checksum_ipv4(&ip.header().to_header(), tcp.payload()),
+                Some(NetSlice::Ipv6(ip)) => tcp
+                    .to_header()
+                    .calc_checksum_ipv6(&ip.header().to_header(), tcp.payload()),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(tcp.checksum(), expect.unwrap());
+            assert_eq!(
+                (tcp.sequence_number(), tcp.acknowledgment_number()),
+                (1_000, 2_000)
+            );
+            assert!(tcp.ack() && !tcp.syn() && !tcp.fin());
+            seen.push((tcp.psh(), tcp.payload().to_vec(), tcp.destination_port()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (true, b"\x03\x00\x00\x05x".to_vec(), 1720),
+                (false, Vec::new(), 40000)
+            ]
+        );
+        // The reader of datagrams skips them.
+        assert_eq!(read_datagrams(&bytes).unwrap().skipped, 2);
     }
 
     #[test]

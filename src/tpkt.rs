@@ -19,6 +19,23 @@ pub const HEADER: usize = 4;
 /// establishment completes, so the phone knows it is in service.
 pub const EMPTY: [u8; 4] = [VERSION, 0, 0, HEADER as u8];
 
+/// A payload too long for one TPKT frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a payload of {0} octets does not fit in a TPKT frame (at most 65,531)")]
+pub struct PayloadTooLong(pub usize);
+
+/// One TPKT frame: the header (version 3, length = payload + 4) and `payload`, e.g. a Q.931
+/// message of [`crate::q931`]. Fails for a payload over 65,531 octets, which the 16-bit
+/// length cannot say.
+pub fn frame(payload: &[u8]) -> Result<bytes::Bytes, PayloadTooLong> {
+    let len = u16::try_from(payload.len() + HEADER).map_err(|_| PayloadTooLong(payload.len()))?;
+    let mut frame = bytes::BytesMut::with_capacity(usize::from(len));
+    frame.extend_from_slice(&[VERSION, 0]);
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(payload);
+    Ok(frame.freeze())
+}
+
 /// Why a stream is not TPKT any more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
@@ -169,6 +186,15 @@ mod tests {
         assert_eq!(reader.read(&next[..2]).map(|r| r.frames), Ok(0));
         assert_eq!(reader.read(&next[2..6]).map(|r| r.frames), Ok(0));
         assert_eq!(reader.read(&next[6..]).map(|r| r.frames), Ok(1));
+    }
+
+    #[test]
+    fn frame_writes_what_the_reader_counts() {
+        let framed = super::frame(&[0xA5; 10]).unwrap();
+        assert_eq!(&framed[..], &frame(10)[..]);
+        assert_eq!(&super::frame(&[]).unwrap()[..], &EMPTY[..]);
+        assert_eq!(super::frame(&[0; 65_531]).unwrap().len(), 65_535);
+        assert_eq!(super::frame(&[0; 65_532]), Err(PayloadTooLong(65_532)));
     }
 
     #[test]

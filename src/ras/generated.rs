@@ -4067,6 +4067,41 @@ pub mod h323_messages {
             }
         }
     }
+    #[doc = " Inner type "]
+    #[derive(AsnType, Debug, Clone, Decode, Encode, PartialEq, Eq, Hash)]
+    #[rasn(automatic_tags)]
+    #[non_exhaustive]
+    pub struct H323UserInformationUserData {
+        #[rasn(value("0..=255"), identifier = "protocol-discriminator")]
+        pub protocol_discriminator: u8,
+        #[rasn(size("1..=131"), identifier = "user-information")]
+        pub user_information: OctetString,
+    }
+    impl H323UserInformationUserData {
+        pub fn new(protocol_discriminator: u8, user_information: OctetString) -> Self {
+            Self {
+                protocol_discriminator,
+                user_information,
+            }
+        }
+    }
+    #[derive(AsnType, Debug, Clone, Decode, Encode, PartialEq, Eq, Hash)]
+    #[rasn(automatic_tags, identifier = "H323-UserInformation")]
+    #[non_exhaustive]
+    pub struct H323UserInformation {
+        #[rasn(identifier = "h323-uu-pdu")]
+        pub h323_uu_pdu: H323UUPDU,
+        #[rasn(identifier = "user-data")]
+        pub user_data: Option<H323UserInformationUserData>,
+    }
+    impl H323UserInformation {
+        pub fn new(h323_uu_pdu: H323UUPDU, user_data: Option<H323UserInformationUserData>) -> Self {
+            Self {
+                h323_uu_pdu,
+                user_data,
+            }
+        }
+    }
     #[derive(AsnType, Debug, Clone, Decode, Encode, PartialEq, Eq, Hash)]
     #[rasn(automatic_tags)]
     #[non_exhaustive]

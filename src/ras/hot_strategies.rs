@@ -27,7 +27,7 @@ pub(super) fn address() -> impl Strategy<Value = SocketAddr> {
 
 /// Aliases of the root alternatives, and `url-ID` (an extension alternative the
 /// hand-written paths leave to the generated codec).
-pub(super) fn alias() -> impl Strategy<Value = Alias> {
+pub(crate) fn alias() -> impl Strategy<Value = Alias> {
     prop_oneof![
         "[0-9#*,]{1,128}".prop_map(|d| Alias::dialled_digits(&d).unwrap()),
         "\\PC{1,40}".prop_filter_map("BMP only", |n| Alias::h323_id(&n).ok()),

@@ -39,7 +39,7 @@ pub(crate) mod hot_phone;
 pub(crate) mod hot_reply;
 mod hot_request;
 #[cfg(test)]
-mod hot_strategies;
+pub(crate) mod hot_strategies;
 pub mod json;
 mod kind;
 mod peek;

@@ -1,5 +1,6 @@
 //! Runs tshark on a capture and parses its `-V` (packet details) text into frames and lines,
-//! so that integration tests can check what Wireshark makes of rasgk's RAS messages.
+//! so that integration tests can check what Wireshark makes of rasgk's RAS and call-signalling
+//! messages.
 //!
 //! ```ignore
 //! let Some(_) = support::tshark::require_tshark("my_test") else { return };
