@@ -221,16 +221,27 @@ pub fn render(clans: &[ClanView], regions: &[RegionView]) -> String {
                 percent,
                 warning,
             );
-            if clan.established + clan.setups + clan.queued > 0 {
+            if clan.established + clan.setups + clan.queued + clan.calls > 0 {
+                // Routed calls (docs/rules.md §8.7): calls with a leg here, and the
+                // connections they need beyond the phones' sockets.
+                let calls = if clan.calls + clan.call_connections > 0 {
+                    format!(
+                        "  calls {}  call connections {}",
+                        clan.calls, clan.call_connections
+                    )
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
-                    "  {:<name_width$}  tcp {}  established {}  setting up {}  queued {}",
+                    "  {:<name_width$}  tcp {}  established {}  setting up {}  queued {}{}",
                     "",
                     clan.signal_address
                         .map_or_else(String::new, |a| a.to_string()),
                     clan.established,
                     clan.setups,
                     clan.queued,
+                    calls,
                 );
             }
         }
@@ -289,6 +300,8 @@ mod tests {
             kind: crate::config::ClanKind::Clan,
             signal_address: None,
             established: 0,
+            call_connections: 0,
+            calls: 0,
             setups: 0,
             queued: 0,
             warn_sockets,
@@ -307,6 +320,34 @@ mod tests {
         assert!(
             table.ends_with("C-LANs 3 (3 in service, 1 over warn_sockets)\n"),
             "{table}"
+        );
+    }
+
+    #[test]
+    fn routed_calls_show_on_the_clans_tcp_line() {
+        let mut clan: ClanView = serde_json::from_value(serde_json::json!({
+            "name": "clan-1a", "region": 1, "node": "cm1", "address": "127.0.1.1:1719",
+            "priority": 1, "max_sockets": 480, "sockets": 12, "reserved": 0,
+            "in_service": true, "kind": "clan", "signal_address": "127.0.1.1:1720",
+            "established": 12, "call_connections": 2, "calls": 7
+        }))
+        .expect("a C-LAN view");
+        let region: RegionView = serde_json::from_value(serde_json::json!({
+            "id": 1, "name": "hq", "clans": [], "sockets": 0, "reserved": 0, "max_sockets": 0,
+            "home_phones": 0, "spill_to": {}, "spill_from": {}, "direct": [], "indirect": []
+        }))
+        .expect("a region view");
+        let table = render(std::slice::from_ref(&clan), std::slice::from_ref(&region));
+        assert!(
+            table.contains("established 12  setting up 0  queued 0  calls 7  call connections 2"),
+            "{table}"
+        );
+        clan.calls = 0;
+        clan.call_connections = 0;
+        let table = render(&[clan], &[region]);
+        assert!(
+            !table.contains("calls"),
+            "no calls column without calls: {table}"
         );
     }
 

@@ -2,10 +2,10 @@
 //! — version 3, a reserved octet, the frame's length in octets (header included) as a 16-bit
 //! big-endian number — then the payload.
 //!
-//! The gatekeeper only counts what a phone sends on its signalling socket, so the reader
-//! here keeps no payload: it follows the frame boundaries through a byte stream fed in
+//! [`Reader`] keeps no payload: it follows the frame boundaries through a byte stream fed in
 //! pieces of any size, with a state of a few octets per connection, and says when the
-//! stream stops being TPKT. An empty frame (`03 00 00 04`, no payload) is allowed: H.323
+//! stream stops being TPKT — enough for a gatekeeper that only counts what a phone sends.
+//! [`Assembler`] also gives back each frame's payload, for the routed calls' relay. An empty frame (`03 00 00 04`, no payload) is allowed: H.323
 //! stacks send it to keep a signalling connection alive, and the gatekeeper sends one when
 //! a socket is established ([`EMPTY`]).
 
@@ -103,7 +103,17 @@ impl Reader {
 
     /// Reads the next piece of the stream: how many octets and whole frames it held, or what
     /// was wrong with it (then and ever after).
-    pub fn read(&mut self, mut piece: &[u8]) -> Result<Read, FrameError> {
+    pub fn read(&mut self, piece: &[u8]) -> Result<Read, FrameError> {
+        self.scan(piece, |_, _| {})
+    }
+
+    /// [`read`](Reader::read), handing each frame's payload octets to `payload` as they come
+    /// (`true` with the last piece of a frame, which may be empty).
+    fn scan(
+        &mut self,
+        mut piece: &[u8],
+        mut payload: impl FnMut(&[u8], bool),
+    ) -> Result<Read, FrameError> {
         if let Some(error) = self.failed {
             return Err(error);
         }
@@ -114,9 +124,10 @@ impl Reader {
         while !piece.is_empty() {
             if self.remaining > 0 {
                 let take = piece.len().min(usize::from(self.remaining));
-                piece = &piece[take..];
                 // `take` is at most `remaining`, a u16.
                 self.remaining -= take as u16;
+                payload(&piece[..take], self.remaining == 0);
+                piece = &piece[take..];
                 if self.remaining == 0 {
                     read.frames += 1;
                 }
@@ -148,10 +159,46 @@ impl Reader {
             }
             self.remaining = len - HEADER as u16;
             if self.remaining == 0 {
+                payload(&[], true);
                 read.frames += 1;
             }
         }
         Ok(read)
+    }
+}
+
+/// A [`Reader`] that also keeps each frame's payload, for a reader of what the frames say
+/// (the call-signalling relay): at most one frame's payload is held at a time, bounded by
+/// the reader's limit.
+#[derive(Debug, Clone)]
+pub struct Assembler {
+    reader: Reader,
+    partial: bytes::BytesMut,
+}
+
+impl Assembler {
+    /// An assembler of frames of at most `max` octets (header included).
+    pub fn new(max: u16) -> Assembler {
+        Assembler {
+            reader: Reader::new(max),
+            partial: bytes::BytesMut::new(),
+        }
+    }
+
+    /// Reads the next piece of the stream as [`Reader::read`] does, adding the payload of
+    /// every frame that ends in it to `frames` (an empty frame as an empty payload).
+    pub fn read(
+        &mut self,
+        piece: &[u8],
+        frames: &mut Vec<bytes::Bytes>,
+    ) -> Result<Read, FrameError> {
+        let partial = &mut self.partial;
+        self.reader.scan(piece, |octets, end| {
+            partial.extend_from_slice(octets);
+            if end {
+                frames.push(partial.split().freeze());
+            }
+        })
     }
 }
 
@@ -236,6 +283,39 @@ mod tests {
             }
             prop_assert_eq!(total.octets, stream.len());
             prop_assert_eq!(total.frames, sizes.len());
+        }
+
+        /// However a stream is cut, the assembler gives back every frame's payload, whole
+        /// and in order.
+        #[test]
+        fn payloads_survive_any_cut(sizes in proptest::collection::vec(0usize..300, 1..20),
+                                    cuts in proptest::collection::vec(1usize..64, 1..200)) {
+            let payloads: Vec<Vec<u8>> = sizes
+                .iter()
+                .enumerate()
+                .map(|(n, &size)| (0..size).map(|i| (n * 31 + i) as u8).collect())
+                .collect();
+            let stream: Vec<u8> = payloads
+                .iter()
+                .flat_map(|p| {
+                    let mut f = vec![VERSION, 0];
+                    f.extend(((p.len() + HEADER) as u16).to_be_bytes());
+                    f.extend(p);
+                    f
+                })
+                .collect();
+            let mut assembler = Assembler::new(u16::MAX);
+            let (mut at, mut frames) = (0, Vec::new());
+            for cut in cuts.iter().cycle() {
+                if at >= stream.len() {
+                    break;
+                }
+                let end = (at + cut).min(stream.len());
+                assembler.read(&stream[at..end], &mut frames).expect("good frames");
+                at = end;
+            }
+            let got: Vec<Vec<u8>> = frames.iter().map(|f| f.to_vec()).collect();
+            prop_assert_eq!(got, payloads);
         }
 
         /// Arbitrary octets never panic the reader.

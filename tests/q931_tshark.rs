@@ -225,6 +225,8 @@ fn release_fields(release: Release) -> (&'static str, Option<&'static str>) {
             "Invalid number format (incomplete number) (28)",
             Some("badFormatAddress (8)"),
         ),
+        Release::InvalidCallReference => ("Invalid call reference value (81)", None),
+        Release::InvalidMessage => ("Invalid message, unspecified (95)", None),
     }
 }
 

@@ -502,7 +502,10 @@ fn a_tts_phone_that_declines_every_socket_is_set_up_again_only_after_back_off_ro
     lab.at_ms(31_060 + 31_999);
     assert!(lab.commands().is_empty());
     lab.at_ms(31_060 + 32_000);
-    assert!(matches!(lab.commands().as_slice(), [Command::Connect { .. }]));
+    assert!(matches!(
+        lab.commands().as_slice(),
+        [Command::Connect { .. }]
+    ));
 }
 
 /// A TTS phone that holds its socket past the decline window and then loses it is set up

@@ -1,11 +1,66 @@
-//! What the admin port shows of outbound trunk calls (docs/rules.md §10): the calls in progress
-//! (`/api/calls`) and each trunk's calls per node (`/api/trunks`) — the configured trunks,
-//! then the H.323 gateways registered as trunk members, with their prefixes.
+//! What the admin port shows of calls: outbound trunk calls (docs/rules.md §10) and routed
+//! calls between registered phones (§8.7) in progress (`/api/calls`), and each trunk's calls
+//! per node (`/api/trunks`) — the configured trunks, then the H.323 gateways registered as
+//! trunk members, with their prefixes.
 
 use std::net::SocketAddr;
+use std::time::Instant;
 
+use super::relay::CallState;
+use super::signalling::ConnectionId;
 use super::{registry, Gatekeeper};
 use crate::config::{ActiveOn, TrunkKind};
+
+/// One entry of `GET /api/calls`: a trunk call or a routed call, told apart by `kind`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CallEntry {
+    /// An outbound call through a trunk (docs/rules.md §10).
+    Trunk(CallView),
+    /// A call between registered phones whose signalling the gatekeeper relays (§8.7).
+    Routed(RoutedCallView),
+}
+
+/// One leg of a routed call.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LegView {
+    /// The C-LAN of its connection (for a callee leg not up yet, the C-LAN it is set up
+    /// on).
+    pub clan: String,
+    /// Its connection (`None`: the callee's connection is being set up).
+    pub connection: Option<ConnectionId>,
+    /// Its call reference value on that connection.
+    pub call_reference: Option<u16>,
+}
+
+/// A routed call in progress.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RoutedCallView {
+    /// Its number (events name calls by it).
+    pub call: u64,
+    /// Its `callIdentifier`, 32 hex digits.
+    pub call_id: String,
+    /// The caller's `endpointIdentifier`.
+    pub caller: String,
+    /// The caller's first alias, if any.
+    pub caller_alias: Option<String>,
+    /// The callee's `endpointIdentifier`.
+    pub callee: String,
+    /// The callee's first alias, if any.
+    pub callee_alias: Option<String>,
+    /// The caller's leg.
+    pub caller_leg: LegView,
+    /// The callee's leg.
+    pub callee_leg: LegView,
+    /// `setup`, `proceeding`, `alerting` or `connected`.
+    pub state: CallState,
+    /// From the Setup to the Connect, milliseconds (once answered).
+    pub setup_to_connect_ms: Option<f64>,
+    /// Since the Setup, seconds.
+    pub age_s: f64,
+    /// Since the Connect, seconds (once answered).
+    pub duration_s: Option<f64>,
+}
 
 /// One call in progress (`GET /api/calls`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -121,6 +176,78 @@ impl Gatekeeper {
                 }),
         );
         calls
+    }
+
+    /// What `/api/calls` lists as of `now`: the trunk calls, then the routed calls.
+    pub fn call_entries(&self, now: Instant) -> Vec<CallEntry> {
+        let trunk = self.calls().into_iter().map(CallEntry::Trunk);
+        let routed = self.routed_calls(now).into_iter().map(CallEntry::Routed);
+        trunk.chain(routed).collect()
+    }
+
+    /// Every routed call in progress (docs/rules.md §8.7), oldest first, as of `now`.
+    pub fn routed_calls(&self, now: Instant) -> Vec<RoutedCallView> {
+        let name = |idx: usize| {
+            self.config
+                .clans
+                .get(idx)
+                .map_or_else(String::new, |clan| clan.name.clone())
+        };
+        let alias = |key: u64| {
+            self.registry
+                .get(key)
+                .and_then(|r| r.aliases.first())
+                .map(ToString::to_string)
+        };
+        let mut calls: Vec<_> = self.relay.calls.iter().collect();
+        calls.sort_unstable_by_key(|(no, _)| **no);
+        calls
+            .into_iter()
+            .map(|(no, call)| RoutedCallView {
+                call: no.0,
+                call_id: call
+                    .call_identifier
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect(),
+                caller: registry::endpoint_id_text(call.caller),
+                caller_alias: alias(call.caller),
+                callee: registry::endpoint_id_text(call.callee),
+                callee_alias: alias(call.callee),
+                caller_leg: LegView {
+                    clan: name(call.caller_leg.clan),
+                    connection: Some(call.caller_leg.connection),
+                    call_reference: Some(call.caller_leg.crv),
+                },
+                callee_leg: LegView {
+                    clan: name(call.callee_leg.map_or(call.callee_clan, |l| l.clan)),
+                    connection: call.callee_leg.map(|l| l.connection),
+                    call_reference: call.callee_leg.map(|l| l.crv),
+                },
+                state: call.state,
+                setup_to_connect_ms: call
+                    .connected_at
+                    .map(|at| at.saturating_duration_since(call.setup_at).as_secs_f64() * 1e3),
+                age_s: now.saturating_duration_since(call.setup_at).as_secs_f64(),
+                duration_s: call
+                    .connected_at
+                    .map(|at| now.saturating_duration_since(at).as_secs_f64()),
+            })
+            .collect()
+    }
+
+    /// Routed calls in progress with a leg on each C-LAN (a call with both legs on one
+    /// C-LAN counted once), in configuration order.
+    pub fn routed_calls_per_clan(&self) -> Vec<u32> {
+        let mut counts = vec![0u32; self.config.clans.len()];
+        for call in self.relay.calls.values() {
+            let callee = call.callee_leg.map_or(call.callee_clan, |l| l.clan);
+            counts[call.caller_leg.clan] += 1;
+            if callee != call.caller_leg.clan {
+                counts[callee] += 1;
+            }
+        }
+        counts
     }
 
     /// Every trunk with its calls per node: the configured ones, then the registered

@@ -111,10 +111,14 @@ impl Gatekeeper {
             .clan_at
             .get(&local)
             .ok_or(Refusal::Stranger)?;
-        let (key, holds_place) = self
-            .signalling
-            .claimant(clan, from_ip)
-            .ok_or(Refusal::Stranger)?;
+        let Some((key, holds_place)) = self.signalling.claimant(clan, from_ip) else {
+            // Routed calls: a phone may open a connection beyond its socket to place a
+            // call (docs/rules.md §8.7); its Setup says whose it is.
+            if self.routed() {
+                return self.accept_call_connection(now, clan, from_ip);
+            }
+            return Err(Refusal::Stranger);
+        };
         let max = self.config.gatekeeper.max_setups_per_clan;
         if self.signalling.clans[clan].setups >= max {
             return Err(Refusal::Busy);
@@ -201,6 +205,10 @@ impl Gatekeeper {
         if self.released(now, id) {
             return;
         }
+        if self.call_connection_closed(now, id) {
+            self.signalling.count_closed(how);
+            return;
+        }
         let Some(&key) = self.signalling.connections.get(&id) else {
             return;
         };
@@ -231,6 +239,7 @@ impl Gatekeeper {
         read: Result<tpkt::Read, FrameError>,
     ) {
         let Some(&key) = self.signalling.connections.get(&id) else {
+            self.received_on_call_connection(now, id, read);
             return;
         };
         match read {
@@ -253,6 +262,33 @@ impl Gatekeeper {
         }
     }
 
+    /// Octets read on a call connection (docs/rules.md §8.7): counted like a socket's; a bad
+    /// frame closes it and ends its calls.
+    fn received_on_call_connection(
+        &mut self,
+        now: Instant,
+        id: ConnectionId,
+        read: Result<tpkt::Read, FrameError>,
+    ) {
+        if !self.relay.connections.contains_key(&id) {
+            return;
+        }
+        match read {
+            Ok(read) => {
+                self.signalling.stats.octets += read.octets as u64;
+                self.signalling.stats.frames += read.frames as u64;
+            }
+            Err(error) => {
+                tracing::debug!(connection = %id, %error, "bad frame: call connection closed");
+                self.signalling
+                    .commands
+                    .push(Command::Close { id, reset: true });
+                self.signalling.count_closed(Closing::Frame);
+                self.call_connection_closed(now, id);
+            }
+        }
+    }
+
     /// An establishment completed: the place becomes an established socket, the phone is
     /// told with an empty TPKT frame, and the C-LAN's slot goes to the next TTS set-up.
     fn establish(&mut self, now: Instant, key: u64) {
@@ -262,12 +298,20 @@ impl Gatekeeper {
         self.signalling
             .set_phase(key, Phase::Established(clan, id), None);
         self.signalling.stats.established += 1;
-        self.signalling.commands.push(Command::Send {
-            id,
-            payload: Bytes::from_static(&tpkt::EMPTY),
-        });
+        let for_call = self.signalling.phones.get(&key).is_some_and(|p| p.for_call);
+        if !for_call {
+            self.signalling.commands.push(Command::Send {
+                id,
+                payload: Bytes::from_static(&tpkt::EMPTY),
+            });
+        }
+        // Routed calls waiting for this socket get their callee legs on it (after the
+        // service frame, or alone on a connection opened for a call).
+        self.socket_up(key, id, clan);
         let tts = self.registry.get(key).is_some_and(|r| r.tts);
-        if let Some(phone) = self.signalling.phones.get_mut(&key) {
+        // A connection opened for a call is no socket the phone took or declined: it neither
+        // measures time to service nor clears a decline.
+        if let Some(phone) = self.signalling.phones.get_mut(&key).filter(|_| !for_call) {
             if let Some(rcf) = phone.since_rcf.take() {
                 let histogram = if tts {
                     &mut self.signalling.stats.time_to_service_tts
@@ -298,17 +342,20 @@ impl Gatekeeper {
     /// set up again at once, which would send a standard endpoint dozens of connections a
     /// second. A socket it held longer resets its back-off.
     fn socket_lost(&mut self, now: Instant, key: u64, how: Closing) {
-        let established_at = self
-            .signalling
-            .phones
-            .get(&key)
-            .and_then(|p| match p.state {
-                Phase::Established(..) => p.established_at,
-                _ => None,
-            });
+        let (established_at, for_call) =
+            self.signalling
+                .phones
+                .get(&key)
+                .map_or((None, false), |p| match p.state {
+                    Phase::Established(..) => (p.established_at, p.for_call),
+                    _ => (None, p.for_call),
+                });
+        let connection = self.signalling.phase(key).connection();
         let Some((clan, tts)) = self.free_place(key, how) else {
             return;
         };
+        // The routed calls on it, or waiting for it, end.
+        self.socket_gone(now, key, connection);
         if self.events.watched() {
             self.events.push(Event::SocketClosed {
                 endpoint_id: registry::endpoint_id_text(key),
@@ -319,9 +366,15 @@ impl Gatekeeper {
         let by_phone = matches!(how, Closing::Fin | Closing::Reset);
         let declined = tts
             && by_phone
+            && !for_call
             && established_at.is_some_and(|at| now.saturating_duration_since(at) < DECLINE_WINDOW);
+        let declining = self.signalling.phones.get(&key).is_some_and(|p| p.declined);
         if declined {
             self.declined(now, key, clan);
+        } else if tts && for_call && declining {
+            // A standard endpoint's call connection closed after its call: it goes on with
+            // the back-off its declines set.
+            self.back_off(now, key);
         } else if tts {
             if let Some(phone) = self.signalling.phones.get_mut(&key) {
                 phone.backoff = TTS_BACKOFF_FIRST;
@@ -356,9 +409,18 @@ impl Gatekeeper {
     /// next candidate of docs/rules.md §7.1 (one not tried in this round) is queued, or the phone
     /// waits for its next round.
     fn attempt_failed(&mut self, now: Instant, key: u64, how: Closing) {
-        let Some((clan, _)) = self.free_place(key, how) else {
+        let connection = self.signalling.phase(key).connection();
+        let Some((clan, tts)) = self.free_place(key, how) else {
             return;
         };
+        // Routed calls waiting for this connection fail.
+        self.socket_gone(now, key, connection);
+        if !tts {
+            // A connection opened to a non-TTS phone for a call: the phone stays registered
+            // without a place, and may connect by itself.
+            self.pump(now, clan);
+            return;
+        }
         if let Some(phone) = self.signalling.phones.get_mut(&key) {
             phone.tried.push(clan);
         }
@@ -385,6 +447,9 @@ impl Gatekeeper {
         };
         self.loads.remove_socket(clan);
         self.signalling.set_phase(key, Phase::None, waiting_at);
+        if let Some(phone) = self.signalling.phones.get_mut(&key) {
+            phone.for_call = false;
+        }
         Some((clan, tts))
     }
 
@@ -395,18 +460,25 @@ impl Gatekeeper {
             return;
         };
         self.signalling
-            .phones
-            .insert(key, PhoneSocket::new(Some(now)));
+            .add_phone(key, PhoneSocket::new(Some(now), ip));
         self.signalling
             .set_phase(key, Phase::Waiting(clan), Some((clan, ip)));
     }
 
     /// Socket mode: a TTS phone that has just registered is set up (docs/rules.md §8.4).
     pub(super) fn await_tts_setup(&mut self, now: Instant, key: u64) {
-        self.signalling
-            .phones
-            .insert(key, PhoneSocket::new(Some(now)));
+        self.add_tts_phone(key, Some(now));
         self.start_tts_round(now, key);
+    }
+
+    /// Takes in a TTS phone that has just registered (or was restored).
+    fn add_tts_phone(&mut self, key: u64, since_rcf: Option<Instant>) {
+        let ip = self
+            .registry
+            .get(key)
+            .map_or(std::net::IpAddr::from([0u8; 4]), |r| r.source.ip());
+        self.signalling
+            .add_phone(key, PhoneSocket::new(since_rcf, ip));
     }
 
     /// A fresh round of a TTS phone's set-up: every candidate may be tried again.
@@ -457,7 +529,7 @@ impl Gatekeeper {
     }
 
     /// A TTS phone whose every candidate failed in this round waits, doubling each time.
-    fn back_off(&mut self, now: Instant, key: u64) {
+    pub(super) fn back_off(&mut self, now: Instant, key: u64) {
         if let Some(phone) = self.signalling.phones.get_mut(&key) {
             let wait = phone.backoff;
             phone.backoff = (wait * 2).min(TTS_BACKOFF_MAX);
@@ -468,7 +540,7 @@ impl Gatekeeper {
     }
 
     /// Starts the TTS set-ups waiting on `clan` while it has free establishment slots.
-    fn pump(&mut self, now: Instant, clan: ClanIdx) {
+    pub(super) fn pump(&mut self, now: Instant, clan: ClanIdx) {
         let max = self.config.gatekeeper.max_setups_per_clan;
         let from = self.config.clans[clan].address.ip();
         let timeout = self.config.gatekeeper.setup_timeout;
@@ -604,6 +676,13 @@ impl Gatekeeper {
             let mut signalling = std::mem::take(&mut old.signalling);
             signalling.stats = std::mem::take(&mut old.signalling.stats);
             self.signalling = signalling;
+            // Routed calls carry over with their connections; their places are in the loads
+            // the reload adopted.
+            self.relay = std::mem::take(&mut old.relay);
+            let clans: Vec<ClanIdx> = self.relay.connections.values().map(|c| c.clan).collect();
+            for clan in clans {
+                self.loads.add_socket(clan);
+            }
             // Registrations the reload dropped lose their connections.
             let gone: Vec<u64> = self
                 .signalling
@@ -627,8 +706,10 @@ impl Gatekeeper {
                 .retain(|&(_, _, key)| registry.get(key).is_some());
             return;
         }
-        let ids: Vec<ConnectionId> = old.signalling.connections.keys().copied().collect();
+        let mut ids: Vec<ConnectionId> = old.signalling.connections.keys().copied().collect();
+        ids.extend(old.relay.connections.keys().copied());
         self.signalling.stats = std::mem::take(&mut old.signalling.stats);
+        self.relay.stats = std::mem::take(&mut old.relay.stats);
         for id in ids {
             self.signalling
                 .commands
@@ -641,7 +722,7 @@ impl Gatekeeper {
     /// A TTS phone whose place is already counted on `clan` (restored) waits for its
     /// set-up there.
     fn await_tts_setup_at(&mut self, now: Instant, key: u64, clan: ClanIdx) {
-        self.signalling.phones.insert(key, PhoneSocket::new(None));
+        self.add_tts_phone(key, None);
         self.signalling.set_phase(key, Phase::Queued(clan), None);
         self.pump(now, clan);
     }

@@ -1,5 +1,5 @@
 //! What happened, for people watching: registrations, unregistrations, expiries, rejects,
-//! C-LAN changes, `warn_sockets` warnings and rebalancing moves, as a bounded queue the server drains after each call into the core and
+//! C-LAN changes, `warn_sockets` warnings, rebalancing moves and routed calls, as a bounded queue the server drains after each call into the core and
 //! streams on the admin port (`/api/events`).
 
 use std::collections::VecDeque;
@@ -128,6 +128,34 @@ pub enum Event {
         load: u32,
         /// Its `warn_sockets`.
         warn_sockets: u32,
+    },
+    /// Routed calls (docs/rules.md §8.7): a Setup made a call, relayed to its callee (or held
+    /// for the callee's connection).
+    CallSetup {
+        /// The call's number in `/api/calls`.
+        call: u64,
+        /// The caller's `endpointIdentifier`.
+        caller: String,
+        /// The callee's.
+        callee: String,
+        /// The C-LAN of the caller's leg.
+        clan: String,
+    },
+    /// The callee of a routed call answered (Connect).
+    CallConnected {
+        /// The call's number.
+        call: u64,
+        /// From the Setup to the Connect, microseconds.
+        setup_to_connect_us: u64,
+    },
+    /// A routed call ended (or a Setup made none: then `call` is 0).
+    CallEnded {
+        /// The call's number.
+        call: u64,
+        /// Why.
+        reason: super::relay::CallEnd,
+        /// How long it was connected, milliseconds (0: never answered).
+        duration_ms: u64,
     },
 }
 

@@ -40,9 +40,11 @@ pub mod rate_limit;
 pub mod rebalance;
 mod registration;
 pub mod registry;
+pub mod relay;
 mod reload;
 mod reservations;
 pub mod retransmit;
+mod routed;
 pub mod signalling;
 mod snapshot;
 pub mod state;
@@ -70,14 +72,16 @@ use load::{ClanLoad, Loads};
 use rate_limit::RateLimit;
 use rebalance::Rebalancer;
 use registry::Registry;
+use relay::Relay;
 use reservations::Reservations;
 use retransmit::RetransmitCache;
 use signalling::Signalling;
 use stats::BadDatagram;
 use topology::{ClanIdx, Topology};
 
-pub use calls_view::{CallView, TrunkNodeView, TrunkView};
+pub use calls_view::{CallEntry, CallView, LegView, RoutedCallView, TrunkNodeView, TrunkView};
 pub use rebalance::{RebalanceMove, RebalanceView};
+pub use relay::{CallEnd, CallState, CallStats};
 pub use reload::Reloaded;
 pub use signalling::{Closing, Command, ConnectionId, Refusal, SocketState, SocketStats};
 pub use snapshot::{ClanView, Placement, RegionView, RegistrationView, Snapshot};
@@ -268,6 +272,9 @@ pub struct Gatekeeper {
     wall: (Instant, Duration),
     /// Socket mode's connections, establishments and counters (inert in count mode).
     signalling: Signalling,
+    /// Routed calls and the connections they need (inert unless `call_signalling =
+    /// "routed"`).
+    relay: Relay,
     /// `[rebalance]`: when the next check is due and who is held off (inert when off).
     rebalance: Rebalancer,
 }
@@ -300,6 +307,7 @@ impl Gatekeeper {
         let retransmits = RetransmitCache::new(config.limits.max_cached_replies);
         let rate_limit = RateLimit::new(&config.limits);
         let signalling = Signalling::new(config.clans.iter().map(Clan::signal_address));
+        let relay = Relay::new(config.clans.len());
         let rebalance = Rebalancer::new(config.rebalance);
         Ok(Gatekeeper {
             loaded: config.clone(),
@@ -328,6 +336,7 @@ impl Gatekeeper {
             passwords,
             wall,
             signalling,
+            relay,
             rebalance,
         })
     }
@@ -619,11 +628,13 @@ impl Gatekeeper {
             RasMessage::unregistrationRequest(urq) => {
                 self.unregistration_request(now, from, urq).map(Reply::from)
             }
-            RasMessage::admissionRequest(arq) => self.admission_request(from, arq).map(Reply::from),
+            RasMessage::admissionRequest(arq) => {
+                self.admission_request(now, from, arq).map(Reply::from)
+            }
             RasMessage::disengageRequest(drq) => {
                 // A call that ends may let rebalancing move its phone.
                 self.wake_rebalance(now);
-                self.disengage_request(from, drq).map(Reply::from)
+                self.disengage_request(now, from, drq).map(Reply::from)
             }
             RasMessage::bandwidthRequest(brq) => self.bandwidth_request(from, brq).map(Reply::from),
             RasMessage::infoRequestResponse(irr) => {
@@ -873,6 +884,7 @@ impl Gatekeeper {
             self.retransmits.next_expiry(),
             self.tts_retry_at,
             self.signalling.next_timer(),
+            self.relay_next_timer(),
             self.rebalance.due(),
         ]
         .into_iter()
@@ -942,6 +954,7 @@ impl Gatekeeper {
             self.place_pending_tts(now);
         }
         self.socket_timeouts(now);
+        self.relay_timeouts(now);
         // Last, on the loads as the expiries above left them.
         self.notice_loads(now);
         out.extend(self.rebalance_due(now));
@@ -957,6 +970,13 @@ impl Gatekeeper {
         key: u64,
         reason: Ending,
     ) -> Option<registry::Registration> {
+        self.registry.get(key)?;
+        // Its calls end first, so their Release Completes go out before its socket closes.
+        let ending = match reason {
+            Ending::ClanOutOfService => relay::CallEnd::ClanOutOfService,
+            _ => relay::CallEnd::Unregistered,
+        };
+        self.end_calls_of(now, key, ending);
         let registration = self.registry.remove(key)?;
         self.settle_expiries();
         if let Some(clan) = registration.socket {
@@ -1027,6 +1047,7 @@ impl Gatekeeper {
         let out = if in_service {
             Vec::new()
         } else {
+            self.clan_calls_end(now, clan);
             self.drain_clan(now, clan)
         };
         self.notice_loads(now);

@@ -571,6 +571,7 @@ impl Gatekeeper {
     /// `resourceUnavailable`.
     pub(super) fn admission_request(
         &mut self,
+        now: Instant,
         from: SocketAddr,
         arq: &AdmissionRequest,
     ) -> Option<RasMessage> {
@@ -585,9 +586,22 @@ impl Gatekeeper {
             .flatten()
             .map(Alias::from_asn)
             .collect();
-        let callee = destination
+        let callee_key = destination
             .iter()
-            .find_map(|alias| self.registry.by_alias(alias))
+            .find_map(|alias| self.registry.by_alias(alias));
+        if self.routed() && (callee_key.is_some() || arq.answer_call) {
+            // docs/rules.md §8.7: the call's signalling goes through the C-LANs; the callee's
+            // answerCall ARQ is confirmed the same way, whatever its destinationInfo says.
+            return self.routed_confirm(
+                now,
+                caller,
+                arq.answer_call,
+                call_id(arq),
+                seq,
+                arq.band_width.0,
+            );
+        }
+        let callee = callee_key
             .and_then(|key| self.registry.get(key))
             .and_then(|r| r.call_signal_address.first().copied());
         if let Some(address) = callee {
@@ -703,6 +717,7 @@ impl Gatekeeper {
     /// DRQ's `callIdentifier`), DRJ `notRegistered` otherwise.
     pub(super) fn disengage_request(
         &mut self,
+        now: Instant,
         from: SocketAddr,
         drq: &DisengageRequest,
     ) -> Option<RasMessage> {
@@ -713,6 +728,9 @@ impl Gatekeeper {
                 .as_ref()
                 .map_or(&drq.conference_id.0, |id| &id.guid);
             let call = (caller, guid_bytes(guid));
+            if self.routed() {
+                self.disengage_routed(now, caller, call.1);
+            }
             self.calls.end(&call);
             self.trunk_members.end(&call);
             Some(reply::disengage_confirm(seq))

@@ -58,7 +58,9 @@ pub const TTS_BACKOFF_MAX: Duration = Duration::from_secs(32);
 pub const DECLINE_WINDOW: Duration = Duration::from_secs(1);
 
 /// A signalling connection, numbered by the core.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct ConnectionId(pub u64);
 
 impl std::fmt::Display for ConnectionId {
@@ -243,11 +245,16 @@ pub(super) struct PhoneSocket {
     pub declines: u32,
     /// TTS: its last socket was declined, and it waits for its next round.
     pub declined: bool,
+    /// Its RAS source IP.
+    pub ip: IpAddr,
+    /// Routed calls: its connection was (or is being) opened by the gatekeeper for a call
+    /// to it (docs/rules.md §8.7), so it carries the call's Setup, not the service frame.
+    pub for_call: bool,
 }
 
 impl PhoneSocket {
-    /// A phone with no socket yet, its time to service counted from `since_rcf`.
-    pub fn new(since_rcf: Option<Instant>) -> PhoneSocket {
+    /// A phone at `ip` with no socket yet, its time to service counted from `since_rcf`.
+    pub fn new(since_rcf: Option<Instant>, ip: IpAddr) -> PhoneSocket {
         PhoneSocket {
             state: Phase::None,
             since_rcf,
@@ -256,6 +263,8 @@ impl PhoneSocket {
             established_at: None,
             declines: 0,
             declined: false,
+            ip,
+            for_call: false,
         }
     }
 }
@@ -372,6 +381,8 @@ pub(super) struct Signalling {
     pub waiting: BTreeSet<(ClanIdx, IpAddr, u64)>,
     /// The C-LAN each signalling address belongs to.
     pub clan_at: HashMap<SocketAddr, ClanIdx>,
+    /// Registered phones per RAS source IP.
+    pub ips: HashMap<IpAddr, u32>,
     pub timers: BTreeSet<(Instant, SocketTimer)>,
     /// TTS connects the core gave up on (timed out, or their phone left) whose sockets the
     /// glue has not yet reported closed: each still holds its C-LAN's establishment slot,
@@ -463,6 +474,24 @@ impl Signalling {
         }
     }
 
+    /// Takes in a registered phone (a registration again replaces what it had).
+    pub fn add_phone(&mut self, key: u64, phone: PhoneSocket) {
+        let ip = phone.ip;
+        if let Some(before) = self.phones.insert(key, phone) {
+            self.uncount(before.ip);
+        }
+        *self.ips.entry(ip).or_default() += 1;
+    }
+
+    fn uncount(&mut self, ip: IpAddr) {
+        if let Some(count) = self.ips.get_mut(&ip) {
+            *count -= 1;
+            if *count == 0 {
+                self.ips.remove(&ip);
+            }
+        }
+    }
+
     /// Forgets a phone (its registration ended), returning what it was in.
     pub fn forget(&mut self, key: u64, waiting_at: Option<(ClanIdx, IpAddr)>) -> Phase {
         let phase = self.phase(key);
@@ -470,7 +499,9 @@ impl Signalling {
         if let Some((clan, ip)) = waiting_at {
             self.waiting.remove(&(clan, ip, key));
         }
-        self.phones.remove(&key);
+        if let Some(phone) = self.phones.remove(&key) {
+            self.uncount(phone.ip);
+        }
         phase
     }
 

@@ -34,9 +34,17 @@ pub struct ClanView {
     /// Its call signalling address (where it listens in socket mode).
     #[serde(default)]
     pub signal_address: Option<SocketAddr>,
-    /// Socket mode: established sockets (real TCP connections); 0 in count mode.
+    /// Socket mode: established connections (real TCP connections: sockets and call
+    /// connections); 0 in count mode.
     #[serde(default)]
     pub established: u32,
+    /// Routed calls: connections calls need beyond the phones' sockets (each holds a place,
+    /// counted in `sockets` and `established`).
+    #[serde(default)]
+    pub call_connections: u32,
+    /// Routed calls in progress with a leg on it.
+    #[serde(default)]
+    pub calls: u32,
     /// Socket mode: establishments in progress (at most `max_setups_per_clan`).
     #[serde(default)]
     pub setups: u32,
@@ -104,6 +112,7 @@ pub struct Snapshot {
 impl Gatekeeper {
     /// Every C-LAN's state.
     pub fn clans(&self) -> Vec<ClanView> {
+        let calls = self.routed_calls_per_clan();
         self.config
             .clans
             .iter()
@@ -122,7 +131,9 @@ impl Gatekeeper {
                 in_service: load.in_service,
                 kind: clan.kind,
                 signal_address: Some(clan.signal_address()),
-                established: sockets.established,
+                established: sockets.established + self.relay.per_clan[idx],
+                call_connections: self.relay.per_clan[idx],
+                calls: calls[idx],
                 setups: sockets.setups,
                 queued: sockets.queued,
                 warn_sockets: self.loads.warnings().warn_sockets(idx),
@@ -139,7 +150,8 @@ impl Gatekeeper {
             .all()
             .iter()
             .zip(&self.signalling.clans)
-            .map(|(load, sockets)| (load.sockets, sockets.established))
+            .zip(&self.relay.per_clan)
+            .map(|((load, sockets), calls)| (load.sockets, sockets.established + calls))
     }
 
     /// Every registration's state, oldest first.

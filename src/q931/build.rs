@@ -60,11 +60,17 @@ pub enum Release {
     /// The dialled address is malformed: cause 28 (invalid number format), reason
     /// `badFormatAddress`.
     BadFormat,
+    /// A message for a call reference no call has: cause 81 (invalid call reference value,
+    /// Q.931 5.8.3.2), no reason.
+    InvalidCallReference,
+    /// A message whose contents could not be read: cause 95 (invalid message, unspecified),
+    /// no reason.
+    InvalidMessage,
 }
 
 impl Release {
     /// Every reason, for tests and tables.
-    pub const ALL: [Release; 7] = [
+    pub const ALL: [Release; 9] = [
         Release::NormalClearing,
         Release::NoAnswer,
         Release::CalledPartyNotRegistered,
@@ -72,6 +78,8 @@ impl Release {
         Release::GatekeeperResources,
         Release::Unreachable,
         Release::BadFormat,
+        Release::InvalidCallReference,
+        Release::InvalidMessage,
     ];
 
     /// The Q.931 cause value (Q.850) of the Cause element.
@@ -84,6 +92,8 @@ impl Release {
             Release::GatekeeperResources => 47,
             Release::Unreachable => 3,
             Release::BadFormat => 28,
+            Release::InvalidCallReference => 81,
+            Release::InvalidMessage => 95,
         }
     }
 
@@ -91,7 +101,9 @@ impl Release {
     pub fn reason(self) -> Option<asn::ReleaseCompleteReason> {
         use asn::ReleaseCompleteReason as R;
         Some(match self {
-            Release::NormalClearing => return None,
+            Release::NormalClearing | Release::InvalidCallReference | Release::InvalidMessage => {
+                return None
+            }
             Release::NoAnswer => R::undefinedReason(()),
             Release::CalledPartyNotRegistered => R::calledPartyNotRegistered(()),
             Release::CallerNotRegistered => R::callerNotRegistered(()),

@@ -8,10 +8,12 @@
 use std::fmt::Write as _;
 
 use crate::config::Limits;
+use crate::gatekeeper::relay::BadSignal;
 use crate::gatekeeper::stats::LatencyHistogram;
 use crate::gatekeeper::stats::{BadDatagram, LATENCY_BOUNDS_US};
 use crate::gatekeeper::{
-    ClanView, Closing, Counts, Gatekeeper, RebalanceView, Refusal, SocketStats, Stats, TrunkView,
+    CallEnd, CallStats, ClanView, Closing, Counts, Gatekeeper, RebalanceView, Refusal, SocketStats,
+    Stats, TrunkView,
 };
 use crate::ras::MessageKind;
 
@@ -27,6 +29,7 @@ pub(crate) struct Figures {
     call_hops: u64,
     limits: Limits,
     sockets: SocketStats,
+    calls: CallStats,
     declining: usize,
     max_setups_per_clan: u32,
     rebalance: RebalanceView,
@@ -43,6 +46,7 @@ impl Figures {
             limits: gatekeeper.config().limits,
             sockets: gatekeeper.socket_stats().clone(),
             declining: gatekeeper.declining_phones(),
+            calls: gatekeeper.call_stats().clone(),
             max_setups_per_clan: gatekeeper.config().gatekeeper.max_setups_per_clan,
             rebalance: gatekeeper.rebalance(),
         }
@@ -186,6 +190,80 @@ impl Figures {
         histogram(out, name, "tts=\"false\",", &s.time_to_service_other);
     }
 
+    /// Routed calls (docs/rules.md §8.7): set-ups, answers, endings and failures by reason,
+    /// messages that belong to no call, what was relayed, Setup → Connect.
+    fn render_calls(&self, out: &mut String) {
+        let c = &self.calls;
+        for (name, help, value) in [
+            (
+                "rasgk_call_setups_total",
+                "Routed calls: Setups relayed to a registered callee.",
+                c.setups,
+            ),
+            (
+                "rasgk_calls_connected_total",
+                "Routed calls the callee answered (Connect).",
+                c.connected,
+            ),
+            (
+                "rasgk_call_messages_relayed_total",
+                "Routed calls: Q.931 messages relayed from one leg to the other.",
+                c.relayed,
+            ),
+            (
+                "rasgk_call_releases_sent_total",
+                "Routed calls: Release Completes the gatekeeper wrote itself.",
+                c.released,
+            ),
+            (
+                "rasgk_call_connections_total",
+                "Routed calls: connections accepted or opened beyond the phones' sockets.",
+                c.call_connections,
+            ),
+        ] {
+            header(out, name, help, "counter");
+            let _ = writeln!(out, "{name} {value}");
+        }
+        for (name, help, counts) in [
+            (
+                "rasgk_calls_ended_total",
+                "Routed calls that ended, and Setups that made none, by reason.",
+                &c.ended,
+            ),
+            (
+                "rasgk_call_failures_total",
+                "Routed calls that ended before the callee answered, and Setups that made \
+                 none, by reason.",
+                &c.failed,
+            ),
+        ] {
+            header(out, name, help, "counter");
+            for reason in CallEnd::ALL {
+                let value = counts.get(&reason).copied().unwrap_or(0);
+                let _ = writeln!(out, "{name}{{reason=\"{}\"}} {value}", reason.name());
+            }
+        }
+        let name = "rasgk_call_signal_bad_total";
+        header(
+            out,
+            name,
+            "Call-signalling messages that belong to no routed call, by what was wrong.",
+            "counter",
+        );
+        for kind in BadSignal::ALL {
+            let value = c.bad.get(&kind).copied().unwrap_or(0);
+            let _ = writeln!(out, "{name}{{kind=\"{}\"}} {value}", kind.name());
+        }
+        let name = "rasgk_call_setup_to_connect_seconds";
+        header(
+            out,
+            name,
+            "Routed calls: from the caller's Setup to the callee's Connect.",
+            "histogram",
+        );
+        histogram(out, name, "", &c.setup_to_connect);
+    }
+
     /// Bad datagrams by kind, and what `[limits]` held back, with the limits themselves.
     fn render_guard(&self, out: &mut String) {
         let name = "rasgk_malformed_total";
@@ -318,7 +396,7 @@ impl Figures {
                 }
             )
         };
-        let gauges: [Gauge; 7] = [
+        let gauges: [Gauge; 9] = [
             (
                 "rasgk_clan_sockets",
                 "Sockets in use on a C-LAN (socket mode: places of registered phones).",
@@ -328,6 +406,17 @@ impl Figures {
                 "rasgk_clan_established",
                 "Socket mode: established signalling sockets on a C-LAN.",
                 |c| c.established.into(),
+            ),
+            (
+                "rasgk_clan_call_connections",
+                "Routed calls: connections calls need beyond the phones' sockets on a C-LAN \
+                 (each holds a place).",
+                |c| c.call_connections.into(),
+            ),
+            (
+                "rasgk_clan_calls",
+                "Routed calls in progress with a leg on a C-LAN.",
+                |c| c.calls.into(),
             ),
             (
                 "rasgk_clan_setups",
@@ -516,6 +605,7 @@ impl Figures {
         self.render_guard(&mut out);
         self.render_trunks(&mut out);
         self.render_sockets(&mut out);
+        self.render_calls(&mut out);
         self.render_rebalance(&mut out);
         let name = "rasgk_registration_latency_seconds";
         header(

@@ -38,7 +38,7 @@ use crate::config::Config;
 
 use crate::gatekeeper::events::Event;
 use crate::gatekeeper::{
-    CallView, ClanView, Gatekeeper, Placement, RebalanceView, RegionView, RegistrationView,
+    CallEntry, ClanView, Gatekeeper, Placement, RebalanceView, RegionView, RegistrationView,
     StartError, Transmit, TrunkView, UnknownClan, UnknownEndpoint,
 };
 use crate::ras::Alias;
@@ -80,7 +80,7 @@ pub(crate) enum Query {
     Clans(oneshot::Sender<Vec<ClanView>>),
     Regions(oneshot::Sender<Vec<RegionView>>),
     Registrations(oneshot::Sender<Vec<RegistrationView>>),
-    Calls(oneshot::Sender<Vec<CallView>>),
+    Calls(oneshot::Sender<Vec<CallEntry>>),
     Trunks(oneshot::Sender<Vec<TrunkView>>),
     Placement {
         ip: IpAddr,
@@ -422,7 +422,7 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
             let _ = reply.send(gatekeeper.registrations());
         }
         Query::Calls(reply) => {
-            let _ = reply.send(gatekeeper.calls());
+            let _ = reply.send(gatekeeper.call_entries(Instant::now()));
         }
         Query::Trunks(reply) => {
             let _ = reply.send(gatekeeper.trunks());

@@ -60,8 +60,13 @@ pub(crate) enum SocketEvent {
     Connected(ConnectionId),
     /// A TTS connect was refused or failed.
     ConnectFailed(ConnectionId),
-    /// Octets read, as TPKT made them out.
-    Read(ConnectionId, Result<tpkt::Read, tpkt::FrameError>),
+    /// Octets read, as TPKT made them out, with the payloads of the frames that ended in
+    /// them (routed calls only; otherwise none are kept).
+    Read(
+        ConnectionId,
+        Result<tpkt::Read, tpkt::FrameError>,
+        Vec<Bytes>,
+    ),
     /// The phone's side closed it, or it failed.
     Closed(ConnectionId, Closing),
 }
@@ -78,6 +83,19 @@ enum Order {
 struct Settings {
     max_frame: u16,
     keepalive: Duration,
+    /// Keep the frames' payloads for the core (routed calls read them).
+    frames: bool,
+}
+
+impl Settings {
+    fn of(config: &Config) -> Settings {
+        Settings {
+            max_frame: config.limits.max_frame_octets,
+            keepalive: config.gatekeeper.keepalive,
+            frames: config.gatekeeper.sockets == crate::config::SocketMode::Tcp
+                && config.gatekeeper.call_signalling == crate::config::CallSignalling::Routed,
+        }
+    }
 }
 
 /// A connection accepted or connected in this round of the state task, not yet handed to
@@ -152,10 +170,7 @@ impl Connections {
                 reserve.clone(),
             ));
         }
-        let settings = Settings {
-            max_frame: config.limits.max_frame_octets,
-            keepalive: config.gatekeeper.keepalive,
-        };
+        let settings = Settings::of(config);
         let max_connections = open_files.map_or(usize::MAX, |limit| {
             usize::try_from(limit.saturating_sub(HEADROOM)).unwrap_or(usize::MAX)
         });
@@ -173,10 +188,7 @@ impl Connections {
     /// connections accepted or opened from now on (one already open keeps the bounds it
     /// started with).
     pub fn reconfigure(&mut self, config: &Config) {
-        self.settings = Settings {
-            max_frame: config.limits.max_frame_octets,
-            keepalive: config.gatekeeper.keepalive,
-        };
+        self.settings = Settings::of(config);
     }
 
     /// Hands one event to the core.
@@ -200,7 +212,14 @@ impl Connections {
                 self.orders.remove(&id);
                 gatekeeper.connect_failed(now, id);
             }
-            SocketEvent::Read(id, read) => gatekeeper.received(now, id, read),
+            SocketEvent::Read(id, read, frames) => {
+                // The frames that ended before anything went wrong first, then the count
+                // (or the bad frame, which closes the connection).
+                for frame in frames {
+                    gatekeeper.frame(now, id, &frame);
+                }
+                gatekeeper.received(now, id, read);
+            }
             SocketEvent::Closed(id, how) => {
                 self.orders.remove(&id);
                 gatekeeper.closed(now, id, how);
@@ -523,7 +542,7 @@ async fn drive(
     settings: Settings,
 ) {
     keep_alive(&stream, settings.keepalive);
-    let mut reader = tpkt::Reader::new(settings.max_frame);
+    let mut reader = tpkt::Assembler::new(settings.max_frame);
     let mut buffer = [0u8; READ_OCTETS];
     // After a bad frame nothing more is read; the core's Close follows.
     let mut reading = true;
@@ -544,9 +563,13 @@ async fn drive(
             read = stream.read(&mut buffer), if reading => match read {
                 Ok(0) => break Some(Closing::Fin),
                 Ok(n) => {
-                    let read = reader.read(&buffer[..n]);
+                    let mut frames = Vec::new();
+                    let read = reader.read(&buffer[..n], &mut frames);
+                    if !settings.frames {
+                        frames.clear();
+                    }
                     reading = read.is_ok();
-                    if events.send(SocketEvent::Read(id, read)).await.is_err() {
+                    if events.send(SocketEvent::Read(id, read, frames)).await.is_err() {
                         return;
                     }
                 }
