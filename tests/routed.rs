@@ -349,6 +349,19 @@ fn a_call_is_relayed_both_ways_with_the_call_reference_mapped_per_leg() {
     assert!(written(&out, ca).is_empty());
     assert!(!closes(&out, ca) && !closes(&out, cb), "sockets stay");
     assert!(lab.calls().is_empty());
+    // The callee's own Release Complete crosses the end (H323Plus sends one after its
+    // endSession): dropped quietly, not counted as bad.
+    lab.send(
+        cb,
+        &q931::release_complete(
+            CallReference::to_originator(crv_b),
+            Some(guid(1)),
+            q931::Release::NormalClearing,
+        ),
+    );
+    assert!(lab.commands().is_empty());
+    assert!(lab.gatekeeper.call_stats().bad.is_empty());
+    assert_eq!(lab.gatekeeper.call_stats().late, 1);
     let stats = lab.gatekeeper.call_stats();
     assert_eq!((stats.setups, stats.connected), (1, 1));
     assert_eq!(stats.ended[&CallEnd::CallerReleased], 1);

@@ -565,7 +565,10 @@ impl Gatekeeper {
             self.signalling
                 .timers
                 .insert((deadline, SocketTimer::ConnectTimeout(id)));
-            self.signalling.stats.connects += 1;
+            // (A connection opened for a routed call is counted with the calls.)
+            if !self.signalling.phones.get(&key).is_some_and(|p| p.for_call) {
+                self.signalling.stats.connects += 1;
+            }
             self.signalling
                 .commands
                 .push(Command::Connect { id, from, to });

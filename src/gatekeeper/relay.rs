@@ -44,6 +44,14 @@ pub const ADMISSION_LIFE: Duration = Duration::from_secs(30);
 /// The most ACFs remembered at once; the oldest is forgotten first.
 pub const MAX_ADMISSIONS: usize = 65_536;
 
+/// How long the legs of a call that ended are remembered, so that what crosses its end —
+/// the other side's own Release Complete, as H323Plus sends one after its endSession even
+/// when it received one — is dropped quietly rather than counted as bad.
+pub const ENDED_LEG_LIFE: Duration = Duration::from_secs(4);
+
+/// The most ended legs remembered at once; the oldest is forgotten first.
+pub const MAX_ENDED_LEGS: usize = 65_536;
+
 /// A routed call, numbered by the core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct CallNo(pub u64);
@@ -307,6 +315,8 @@ pub struct CallStats {
     pub relayed: u64,
     /// Release Completes the gatekeeper wrote itself.
     pub released: u64,
+    /// Messages for a call that had just ended (crossing its end), dropped.
+    pub late: u64,
     /// Call connections accepted or opened.
     pub call_connections: u64,
     /// Setup → Connect.
@@ -334,6 +344,9 @@ pub(super) struct Relay {
     pub admissions: HashMap<[u8; 16], Admission>,
     pub admitted: VecDeque<[u8; 16]>,
     pub timers: BTreeSet<(Instant, RelayTimer)>,
+    /// The legs of calls that ended lately, and when each is forgotten, in that order.
+    pub ended_legs: HashMap<(ConnectionId, u16, Side), Instant>,
+    pub ended_order: VecDeque<((ConnectionId, u16, Side), Instant)>,
     pub stats: CallStats,
     /// Call connections per C-LAN, in configuration order.
     pub per_clan: Vec<u32>,
@@ -419,6 +432,46 @@ impl Relay {
                         self.admissions.remove(&first);
                     }
                 }
+            }
+        }
+    }
+
+    /// Remembers the legs of a call that ended at `now` (module doc of [`ENDED_LEG_LIFE`]).
+    pub fn note_ended(&mut self, now: Instant, call: &RoutedCall) {
+        self.forget_ended(now);
+        let legs = [
+            Some((call.caller_leg, Side::Caller)),
+            call.callee_leg.map(|leg| (leg, Side::Callee)),
+        ];
+        for (leg, side) in legs.into_iter().flatten() {
+            if self.ended_order.len() >= MAX_ENDED_LEGS {
+                if let Some((key, until)) = self.ended_order.pop_front() {
+                    if self.ended_legs.get(&key) == Some(&until) {
+                        self.ended_legs.remove(&key);
+                    }
+                }
+            }
+            let key = (leg.connection, leg.crv, side);
+            let until = now + ENDED_LEG_LIFE;
+            self.ended_legs.insert(key, until);
+            self.ended_order.push_back((key, until));
+        }
+    }
+
+    /// Is `(connection, crv, side)` the leg of a call that ended lately?
+    pub fn ended_lately(&mut self, now: Instant, leg: (ConnectionId, u16, Side)) -> bool {
+        self.forget_ended(now);
+        self.ended_legs.contains_key(&leg)
+    }
+
+    fn forget_ended(&mut self, now: Instant) {
+        while let Some(&(key, until)) = self.ended_order.front() {
+            if until > now {
+                break;
+            }
+            self.ended_order.pop_front();
+            if self.ended_legs.get(&key) == Some(&until) {
+                self.ended_legs.remove(&key);
             }
         }
     }

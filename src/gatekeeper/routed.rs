@@ -121,6 +121,13 @@ impl Gatekeeper {
             self.relay_message(now, no, sender, message.message_type, payload);
             return;
         }
+        if message.message_type != MessageType::Setup
+            && self.relay.ended_lately(now, (id, crv.value, sender))
+        {
+            // What crossed the call's end (the other side's own Release Complete).
+            self.relay.stats.late += 1;
+            return;
+        }
         match message.message_type {
             MessageType::Setup if sender == Side::Caller => {
                 self.setup(now, id, crv.value, payload);
@@ -643,6 +650,7 @@ impl Gatekeeper {
         }
         let answered = call.connected_at.is_some();
         self.relay.count_end(reason, answered);
+        self.relay.note_ended(now, &call);
         tracing::debug!(
             call = no.0,
             reason = reason.name(),

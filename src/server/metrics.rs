@@ -216,6 +216,12 @@ impl Figures {
                 c.released,
             ),
             (
+                "rasgk_call_messages_late_total",
+                "Routed calls: messages that crossed their call's end (the other side's own \
+                 Release Complete), dropped.",
+                c.late,
+            ),
+            (
                 "rasgk_call_connections_total",
                 "Routed calls: connections accepted or opened beyond the phones' sockets.",
                 c.call_connections,
