@@ -5,14 +5,18 @@
 
 use libfuzzer_sys::fuzz_target;
 use rasgk::q931::{
-    encode_user_information, facts, user_information, with_call_reference, CallReference,
-    Message, MessageWriter,
+    encode_user_information, facts, user_information, with_call_reference, CallReference, Message,
+    MessageWriter,
 };
 
 fuzz_target!(|data: &[u8]| {
     let parsed = Message::parse(data);
     if let Ok(message) = &parsed {
-        let _ = (message.cause(), message.called_party_number(), message.display());
+        let _ = (
+            message.cause(),
+            message.called_party_number(),
+            message.display(),
+        );
         let _ = message.elements().count();
         if let Ok(information) = user_information(message) {
             let octets = encode_user_information(&information, message.message_type)

@@ -237,7 +237,10 @@ fn q931_seeds() -> Vec<(String, Vec<u8>)> {
             "call-proceeding".to_string(),
             q931::call_proceeding(callee, call_id).to_vec(),
         ),
-        ("alerting".to_string(), q931::alerting(callee, call_id).to_vec()),
+        (
+            "alerting".to_string(),
+            q931::alerting(callee, call_id).to_vec(),
+        ),
         (
             "connect".to_string(),
             q931::connect(callee, call_id, conference_id).to_vec(),
@@ -251,7 +254,10 @@ fn q931_seeds() -> Vec<(String, Vec<u8>)> {
     seeds.push(("setup-relayed".to_string(), relayed.to_vec()));
     // The Setup with a 1-octet and a 0-octet call reference (header 08 LL [CRV] 05 …).
     let rest = &setup[4..];
-    seeds.push(("setup-crv1".to_string(), [&[0x08, 0x01, 0x05][..], rest].concat()));
+    seeds.push((
+        "setup-crv1".to_string(),
+        [&[0x08, 0x01, 0x05][..], rest].concat(),
+    ));
     seeds.push(("setup-crv0".to_string(), [&[0x08, 0x00][..], rest].concat()));
     seeds
 }
