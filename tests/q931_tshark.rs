@@ -17,9 +17,8 @@ use std::time::Duration;
 
 use rasgk::pcap::{PcapWriter, TcpSegment};
 use rasgk::q931::{self, CallReference, Release, Setup};
-use rasgk::ras::reply::EndpointId;
 use rasgk::ras::Alias;
-use support::messages::addr;
+use support::messages::{self, addr};
 use support::tshark::{self, Frame};
 
 /// The calling phone's signalling socket, the gatekeeper's, and the called phone's.
@@ -90,21 +89,14 @@ struct Expected {
     release_reason: Option<&'static str>,
 }
 
-fn caller_aliases() -> Vec<Alias> {
-    vec![
-        Alias::dialled_digits("50001").unwrap(),
-        Alias::h323_id("Zoë").unwrap(),
-    ]
-}
-
-fn callee_aliases() -> Vec<Alias> {
-    vec![Alias::dialled_digits("50002").unwrap()]
-}
-
 /// Every message the builders write, and a relayed Setup, as TCP segments.
 fn capture() -> (Vec<TcpSegment>, Vec<Expected>) {
-    let endpoint = EndpointId::new("ep-0001").unwrap();
-    let (source, destination) = (caller_aliases(), callee_aliases());
+    // The caller is the phone of the RAS wire tests: 50001 and Zoë, endpoint ep-0001.
+    let endpoint = messages::ep_id();
+    let (source, destination) = (
+        messages::aliases(),
+        [Alias::dialled_digits("50002").unwrap()],
+    );
     let setup = q931::setup(&Setup {
         call_reference: CallReference::from_originator(0x1234),
         call_identifier: CALL_ID,

@@ -54,14 +54,7 @@ fn decode(
             message_type,
             at,
             len: per.len(),
-            truncated: error.matches_root_cause(|cause| {
-                matches!(
-                    cause,
-                    DecodeErrorKind::Incomplete { .. }
-                        | DecodeErrorKind::Eof
-                        | DecodeErrorKind::UnexpectedEmptyInput
-                )
-            }),
+            truncated: ras::ended_too_soon(&error),
             reason: error.kind.to_string(),
         }),
     }

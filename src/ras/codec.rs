@@ -113,17 +113,23 @@ pub(crate) fn decode_generated(bytes: &[u8]) -> Result<RasMessage, DecodeError> 
             len: bytes.len(),
             kind: peek::peek_kind(bytes),
             seq: peek::peek_request_seq_num(bytes),
-            truncated: error.matches_root_cause(|cause| {
-                matches!(
-                    cause,
-                    DecodeErrorKind::Incomplete { .. }
-                        | DecodeErrorKind::Eof
-                        | DecodeErrorKind::UnexpectedEmptyInput
-                )
-            }),
+            truncated: ended_too_soon(&error),
             reason: error.kind.to_string(),
         }),
     }
+}
+
+/// Whether a PER decoder failed because the octets ended before the value did, as opposed
+/// to octets that break the ASN.1.
+pub(crate) fn ended_too_soon(error: &rasn::error::DecodeError) -> bool {
+    error.matches_root_cause(|cause| {
+        matches!(
+            cause,
+            DecodeErrorKind::Incomplete { .. }
+                | DecodeErrorKind::Eof
+                | DecodeErrorKind::UnexpectedEmptyInput
+        )
+    })
 }
 
 /// Encodes a RAS message.

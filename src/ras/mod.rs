@@ -58,6 +58,7 @@ pub mod asn {
 pub(crate) use address::{bmp_text, utf16be_text};
 pub use address::{socket_addr, transport_address, Alias, AliasError};
 pub use asn::RasMessage;
+pub(crate) use codec::ended_too_soon;
 pub use codec::{decode, encode, encode_into, read_request, DecodeError, EncodeError};
 pub use hot_request::{
     Aliases, Discovery, FullRegistration, KeepAlive, Request, TransportAddresses, Utf16,

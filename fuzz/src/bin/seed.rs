@@ -1,8 +1,10 @@
-//! Writes the seed corpora of both targets into `<corpus dir>/decode` and
-//! `<corpus dir>/handle`:
+//! Writes the seed corpora of the three targets into `<corpus dir>/decode`,
+//! `<corpus dir>/handle` and `<corpus dir>/q931`:
 //!
 //! - `decode`: the encodings of the messages the benches measure, plus the UDP payloads of
 //!   the RAS captures given on the command line;
+//! - `q931`: every message the `rasgk::q931` builders write (each Release Complete reason),
+//!   a relayed Setup, and the same with 1- and 0-octet call references;
 //! - `handle`: scripts (see `rasgk_fuzz`) of phones registering, keeping alive, calling and
 //!   unregistering, a C-LAN fault, a GRQ flood and bad datagrams — each made by running the
 //!   script's phones against the fuzz configuration, so every RRQ goes to the C-LAN its GCF
@@ -16,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use rasgk::gatekeeper::Gatekeeper;
 use rasgk::phone::{Answer, Phone};
-use rasgk::ras::encode;
+use rasgk::q931::{self, CallReference, Release, Setup};
+use rasgk::ras::{encode, Alias};
 use rasgk_fuzz::Step;
 
 #[path = "../../../benches/support/messages.rs"]
@@ -207,6 +210,58 @@ fn write_decode_seeds(
     Ok(written)
 }
 
+/// Every message the call-signalling builders write, a relayed Setup, and shorter call
+/// references, with their names.
+fn q931_seeds() -> Vec<(String, Vec<u8>)> {
+    let (call_id, conference_id) = ([0x5d; 16], [0x11; 16]);
+    let caller = CallReference::from_originator(0x1234);
+    let callee = CallReference::to_originator(0x0042);
+    let source = [
+        Alias::dialled_digits("50001").expect("digits"),
+        Alias::h323_id("Zoë").expect("a name"),
+    ];
+    let destination = [Alias::dialled_digits("50002").expect("digits")];
+    let setup = q931::setup(&Setup {
+        call_reference: caller,
+        call_identifier: call_id,
+        conference_id,
+        source: &source,
+        destination: &destination,
+        display: Some("Zoe"),
+        endpoint_identifier: None,
+    })
+    .expect("the Setup is valid");
+    let mut seeds = vec![
+        ("setup".to_string(), setup.to_vec()),
+        (
+            "call-proceeding".to_string(),
+            q931::call_proceeding(callee, call_id).to_vec(),
+        ),
+        (
+            "alerting".to_string(),
+            q931::alerting(callee, call_id).to_vec(),
+        ),
+        (
+            "connect".to_string(),
+            q931::connect(callee, call_id, conference_id).to_vec(),
+        ),
+    ];
+    for release in Release::ALL {
+        let octets = q931::release_complete(caller.reversed(), Some(call_id), release);
+        seeds.push((format!("release-{release:?}"), octets.to_vec()));
+    }
+    let relayed = q931::with_call_reference(&setup, callee.reversed()).expect("a Setup");
+    seeds.push(("setup-relayed".to_string(), relayed.to_vec()));
+    // The Setup with a 1-octet and a 0-octet call reference (header 08 LL [CRV] 05 …).
+    let rest = &setup[4..];
+    seeds.push((
+        "setup-crv1".to_string(),
+        [&[0x08, 0x01, 0x05][..], rest].concat(),
+    ));
+    seeds.push(("setup-crv0".to_string(), [&[0x08, 0x00][..], rest].concat()));
+    seeds
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args_os().skip(1);
     let dir = PathBuf::from(
@@ -230,5 +285,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(handle_dir.join(format!("script-{name}")), data)?;
     }
     eprintln!("{} seeds in {}", seeds.len(), handle_dir.display());
+    let q931_dir = dir.join("q931");
+    std::fs::create_dir_all(&q931_dir)?;
+    let seeds = q931_seeds();
+    for (name, octets) in &seeds {
+        q931::facts(octets).map_err(|e| format!("seed {name} does not read: {e}"))?;
+        std::fs::write(q931_dir.join(format!("seed-{name}")), octets)?;
+    }
+    eprintln!("{} seeds in {}", seeds.len(), q931_dir.display());
     Ok(())
 }
