@@ -14,6 +14,7 @@ use rasgk::pcap::{PcapWriter, TcpSegment};
 use rasgk::phone::{Answer, Phone};
 use rasgk::q931::{self, CallReference, MessageType, Release, Setup};
 use rasgk::ras::Alias;
+use support::browser::{require_chromium, Browser};
 use support::server::{Served, UdpPhone};
 use support::tshark;
 
@@ -231,6 +232,19 @@ fn a_call_between_two_phones_is_relayed_and_tshark_reads_every_message_the_gatek
     assert_eq!(b_signal, addr("127.0.62.21:1720"));
     let mut a = Socket::connect("127.1.62.1", a_signal);
     let mut b = Socket::connect("127.2.62.1", b_signal);
+    // The dashboard, open before the call: its C-LANs show the calls, its event list the
+    // call's events.
+    let mut page = require_chromium(
+        "a_call_between_two_phones_is_relayed_and_tshark_reads_every_message_the_gatekeeper_wrote",
+    )
+    .map(|chromium| {
+        let mut page = Browser::open(&chromium, "http://127.0.62.1:7000/");
+        page.wait_until(
+            "the page to draw its C-LANs",
+            "document.querySelectorAll('[data-clan]').length >= 2",
+        );
+        page
+    });
 
     // The ARQ: confirmed routed, to the caller's own C-LAN.
     let call = guid(1);
@@ -270,6 +284,21 @@ fn a_call_between_two_phones_is_relayed_and_tshark_reads_every_message_the_gatek
     let clans = served.get_json("/api/clans");
     assert_eq!(clans[0]["calls"], 1);
     assert_eq!(clans[1]["calls"], 1);
+    let calls_on = |clan: &str| {
+        format!(
+            "[...document.querySelectorAll('[data-clan=\"{clan}\"]')]\
+             .some(e => e.dataset.calls === '1')"
+        )
+    };
+    if let Some(page) = page.as_mut() {
+        page.wait_until("a call on r1", &calls_on("r1"));
+        page.wait_until("a call on r2", &calls_on("r2"));
+        page.wait_until(
+            "the call's events",
+            "!!document.querySelector('#events [data-type=\"call_setup\"]') && \
+             !!document.querySelector('#events [data-type=\"call_connected\"]')",
+        );
+    }
     // The caller hangs up: the callee hears it.
     a.send(&q931::release_complete(
         CallReference::from_originator(0x1234),
@@ -278,6 +307,14 @@ fn a_call_between_two_phones_is_relayed_and_tshark_reads_every_message_the_gatek
     ));
     let (kind, crv, _) = b.next();
     assert_eq!((kind, crv), (MessageType::ReleaseComplete, crv_b));
+    if let Some(page) = page.as_mut() {
+        page.wait_until(
+            "the call's end",
+            "!!document.querySelector('#events [data-type=\"call_ended\"]') && \
+             [...document.querySelectorAll('[data-calls]')].every(e => e.dataset.calls === '0')",
+        );
+    }
+    drop(page);
 
     // A Setup to nobody, and a message for no call: released by the gatekeeper.
     let nobody = guid(2);

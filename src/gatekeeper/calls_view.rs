@@ -1,7 +1,7 @@
 //! What the admin port shows of calls: outbound trunk calls (docs/rules.md §10) and routed
-//! calls between registered phones (§8.7) in progress (`/api/calls`), and each trunk's calls
-//! per node (`/api/trunks`) — the configured trunks, then the H.323 gateways registered as
-//! trunk members, with their prefixes.
+//! calls between registered phones (docs/rules.md §8.7) in progress (`/api/calls`), and each
+//! trunk's calls per node (`/api/trunks`) — the configured trunks, then the H.323 gateways
+//! registered as trunk members, with their prefixes.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -17,7 +17,8 @@ use crate::config::{ActiveOn, TrunkKind};
 pub enum CallEntry {
     /// An outbound call through a trunk (docs/rules.md §10).
     Trunk(CallView),
-    /// A call between registered phones whose signalling the gatekeeper relays (§8.7).
+    /// A call between registered phones whose signalling the gatekeeper relays
+    /// (docs/rules.md §8.7).
     Routed(RoutedCallView),
 }
 

@@ -279,6 +279,13 @@ impl Gatekeeper {
     ) {
         tracing::debug!(connection = %id, reason = reason.name(), "Setup refused");
         self.relay.count_end(reason, false);
+        if self.events.watched() {
+            self.events.push(Event::CallEnded {
+                call: 0,
+                reason,
+                duration_ms: 0,
+            });
+        }
         self.write_release(id, reply, call_identifier, release_of(reason));
         if let Some(connection) = self.relay.connections.get(&id) {
             if connection.owner.is_none() && !self.relay.carries(id) {
