@@ -33,6 +33,8 @@ fn one_run_prints_every_figure_against_its_target() {
         "500",
         "--plan-phones",
         "300",
+        "--relay-pairs",
+        "4",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -112,12 +114,24 @@ fn one_run_prints_every_figure_against_its_target() {
         "{stdout}"
     );
 
+    // Routed calls: both sides of the relay bench made calls, none failed.
+    for side in ["forwarder", "rasgk"] {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("relay: {side} ")))
+            .unwrap_or_else(|| panic!("no relay line for {side} in\n{stdout}"));
+        assert!(
+            line.contains("4 pairs") && line.ends_with(", 0 failed"),
+            "{line}"
+        );
+    }
+
     // Each figure against its target, and the count of those met.
     let verdicts: Vec<&&str> = lines
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 12, "{stdout}");
+    assert_eq!(verdicts.len(), 15, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -129,18 +143,22 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 12 met").as_str()),
+        lines.contains(&format!("targets: {met} of 15 met").as_str()),
         "{stdout}"
     );
 
     // The last lines, for scripts.
-    let ratios: Vec<&str> = lines[lines.len() - 3..].to_vec();
+    let ratios: Vec<&str> = lines[lines.len() - 4..lines.len() - 1].to_vec();
     for (line, workload) in ratios.iter().zip(["grq", "rrq_full", "rrq_light"]) {
         let value = line
             .strip_prefix(&format!("ratio {workload} "))
             .unwrap_or_else(|| panic!("{line:?} is not `ratio {workload} VALUE`"));
         assert!(value.parse::<f64>().unwrap() > 0.0, "{line}");
     }
+    let relay = lines[lines.len() - 1]
+        .strip_prefix("ratio relay ")
+        .unwrap_or_else(|| panic!("the last line is not `ratio relay VALUE`\n{stdout}"));
+    assert!(relay.parse::<f64>().unwrap() > 0.0);
 }
 
 #[test]
@@ -163,6 +181,7 @@ fn bad_options_exit_2_saying_which() {
             vec!["--plan-phones", "200000"],
             "--plan-phones 200000 is over",
         ),
+        (vec!["--relay-pairs", "501"], "--relay-pairs 501 is over"),
     ] {
         let out = bench(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);

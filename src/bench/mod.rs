@@ -12,15 +12,21 @@
 //!            without the TTS phones (core only, virtual time)           placement.rs
 //!   plan     `rasgk plan`: 40,000 phones over 24 virtual hours, a C-LAN
 //!            fault every hour, wall time                                plan.rs
+//!   relay    routed calls: pairs of phones in a closed loop of calls through
+//!            rasgk and through a minimal frame forwarder: set-ups a
+//!            second, message rate against the forwarder, Setup → Connect
+//!            added at p99                                               relay.rs
 //! ```
 //!
 //! The block ends with one `ratio WORKLOAD VALUE` line per workload for scripts; `--check`
 //! makes a target not met exit 1.
 
 pub mod ceiling;
+mod forwarder;
 pub mod memory;
 pub mod placement;
 pub mod plan;
+pub mod relay;
 pub mod scale;
 pub mod sockets;
 pub mod storm;
@@ -31,6 +37,7 @@ use std::process::ExitCode;
 use ceiling::{Ceiling, CeilingArgs, Workload};
 use placement::Placement;
 use plan::PlanScale;
+use relay::Relay;
 use scale::Scale;
 use sockets::Sockets;
 use storm::Storm;
@@ -68,6 +75,10 @@ pub struct BenchArgs {
     /// every hour (0: no planner figure).
     #[arg(long, value_name = "N", default_value_t = plan::PHONES)]
     pub plan_phones: usize,
+    /// Pairs of phones calling each other through the routed relay, and through a minimal
+    /// frame forwarder for comparison, each pair a call at a time (0: no relay figures).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub relay_pairs: usize,
     /// Exit 1 when a figure misses its target (2 when the bench cannot run).
     #[arg(long)]
     pub check: bool,
@@ -176,6 +187,8 @@ pub struct Figures {
     pub placement: Option<Placement>,
     /// The planner's day.
     pub plan: Option<PlanScale>,
+    /// Routed calls through the relay against the forwarder.
+    pub relay: Option<Relay>,
 }
 
 /// The targets (the performance issue's, README "Performance").
@@ -200,6 +213,12 @@ pub mod targets {
     pub const PLACEMENT_MOVED: u32 = 0;
     /// Wall seconds of the planner's day (40,000 phones, 24 virtual hours, hourly faults).
     pub const PLAN_S: f64 = 10.0;
+    /// Routed calls set up a second, sustained.
+    pub const CALL_SETUPS_PER_S: f64 = 1_000.0;
+    /// The relay's message rate over the minimal forwarder's.
+    pub const RELAY_RATIO: f64 = 0.7;
+    /// What the relay adds to the forwarder's Setup → Connect at p99, milliseconds.
+    pub const RELAY_ADDED_P99_MS: f64 = 5.0;
 }
 
 /// The least ratio rasgk / echo a workload must reach.
@@ -340,6 +359,27 @@ impl Figures {
                 met: plan.seconds <= targets::PLAN_S && plan.in_service == plan.phones,
             });
         }
+        if let Some(relay) = &self.relay {
+            let setups = relay.rasgk.calls_per_s();
+            verdicts.push(Verdict {
+                name: format!("relay: call set-ups a second, {} pairs", relay.pairs),
+                figure: format!("{setups:.0}, {} failed", relay.rasgk.failed),
+                target: format!(">= {:.0}, none failed", targets::CALL_SETUPS_PER_S),
+                met: setups >= targets::CALL_SETUPS_PER_S && relay.rasgk.failed == 0,
+            });
+            verdicts.push(Verdict {
+                name: "relay: message rate / forwarder".into(),
+                figure: format!("{:.2}", relay.ratio()),
+                target: format!(">= {:.1}", targets::RELAY_RATIO),
+                met: relay.ratio() >= targets::RELAY_RATIO && relay.whole(),
+            });
+            verdicts.push(Verdict {
+                name: "relay: Setup → Connect added at p99".into(),
+                figure: format!("{:.2} ms", relay.added_p99_ms()),
+                target: format!("<= {:.0} ms", targets::RELAY_ADDED_P99_MS),
+                met: relay.added_p99_ms() <= targets::RELAY_ADDED_P99_MS && relay.whole(),
+            });
+        }
         verdicts
     }
 
@@ -431,6 +471,20 @@ impl Figures {
         if let Some(plan) = &self.plan {
             let _ = writeln!(out, "plan: {}", plan.line());
         }
+        if let Some(relay) = &self.relay {
+            for (name, side) in [("forwarder", &relay.forwarder), ("rasgk", &relay.rasgk)] {
+                let (p50, p99, max) = side.setup_to_connect_ms;
+                let _ = writeln!(
+                    out,
+                    "relay: {name:<9} {} pairs, {:.0} calls/s ({:.0} messages/s), Setup → Connect \
+                     p50 {p50:.2} p99 {p99:.2} max {max:.2} ms, {} failed",
+                    relay.pairs,
+                    side.calls_per_s(),
+                    4.0 * side.calls_per_s(),
+                    side.failed
+                );
+            }
+        }
         let verdicts = self.verdicts();
         let _ = writeln!(
             out,
@@ -449,6 +503,9 @@ impl Figures {
         let _ = writeln!(out, "targets: {met} of {} met", verdicts.len());
         for c in &self.ceilings {
             let _ = writeln!(out, "ratio {} {:.2}", c.workload.name(), c.ratio());
+        }
+        if let Some(relay) = &self.relay {
+            let _ = writeln!(out, "ratio relay {:.2}", relay.ratio());
         }
         out
     }
@@ -485,6 +542,13 @@ impl BenchArgs {
                 "--placement-phones {} is over {MAX_PLACEMENT_PHONES} (one address of \
                  127.1.0.0/16 a phone)",
                 self.placement_phones
+            ));
+        }
+        if self.relay_pairs > relay::MAX_PAIRS {
+            return Err(format!(
+                "--relay-pairs {} is over {} (addresses 127.1.45.x to 127.1.46.x)",
+                self.relay_pairs,
+                relay::MAX_PAIRS
             ));
         }
         if self.storm_phones > MAX_STORM_PHONES {
@@ -581,6 +645,16 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     } else {
         None
     };
+    let relay = if args.relay_pairs > 0 {
+        eprintln!(
+            "rasgk bench: routed calls, {} pairs through the relay and a frame forwarder ({:.1} s)",
+            args.relay_pairs,
+            2.0 * args.seconds
+        );
+        Some(relay::run(args.relay_pairs, args.seconds).await?)
+    } else {
+        None
+    };
     Ok(Figures {
         ceilings,
         storm,
@@ -589,6 +663,7 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
         sockets,
         placement,
         plan,
+        relay,
     })
 }
 
@@ -663,6 +738,7 @@ mod tests {
             sockets: None,
             placement: Some(placement::measure(200).unwrap()),
             plan: None,
+            relay: None,
         }
     }
 
@@ -676,6 +752,7 @@ mod tests {
             socket_phones: 0,
             placement_phones: 200,
             plan_phones: 0,
+            relay_pairs: 0,
             check: false,
         }
     }
@@ -734,6 +811,49 @@ mod tests {
         let storm = &figures.verdicts()[3];
         assert!(storm.name.starts_with("storm"), "{storm:?}");
         assert!(!storm.met);
+    }
+
+    #[test]
+    fn the_relay_is_judged_by_the_median_of_its_rounds_and_its_added_p99() {
+        let side = |slices: &[(u64, f64)], p99: f64| relay::Side {
+            slices: slices.to_vec(),
+            setup_to_connect_ms: (1.0, p99, p99 + 1.0),
+            failed: 0,
+        };
+        let mut figures = Figures {
+            relay: Some(Relay {
+                pairs: 64,
+                // Rounds' ratios 0.8, 0.5 (a slow round), 0.9, 0.75: median 0.775.
+                forwarder: side(&[(2000, 1.0), (2000, 1.0), (2000, 1.0), (2000, 1.0)], 3.0),
+                rasgk: side(&[(1600, 1.0), (1000, 1.0), (1800, 1.0), (1500, 1.0)], 7.5),
+            }),
+            ..Figures::default()
+        };
+        let verdicts = figures.verdicts();
+        assert_eq!(verdicts.len(), 3);
+        assert!(verdicts.iter().all(|v| v.met), "{verdicts:#?}");
+        assert_eq!(verdicts[0].figure, "1475, 0 failed");
+        assert_eq!(verdicts[1].figure, "0.78");
+        assert_eq!(verdicts[2].figure, "4.50 ms");
+        assert!(figures.block(&args()).ends_with("ratio relay 0.78\n"));
+        if let Some(relay) = &mut figures.relay {
+            relay.rasgk.setup_to_connect_ms.1 = 8.5;
+            relay.rasgk.slices = vec![(900, 1.0); 4];
+        }
+        let missed: Vec<String> = figures
+            .verdicts()
+            .into_iter()
+            .filter(|v| !v.met)
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(
+            missed,
+            [
+                "relay: call set-ups a second, 64 pairs",
+                "relay: message rate / forwarder",
+                "relay: Setup → Connect added at p99"
+            ]
+        );
     }
 
     #[test]

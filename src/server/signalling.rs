@@ -542,6 +542,9 @@ async fn drive(
     settings: Settings,
 ) {
     keep_alive(&stream, settings.keepalive);
+    // Nagle off, as H.323 stacks have it (H323Plus: "we have disabled the Nagle TCP delay
+    // algorithm"): a relayed Alerting and the Connect behind it must not wait for an ACK.
+    let _ = stream.set_nodelay(true);
     let mut reader = tpkt::Assembler::new(settings.max_frame);
     let mut buffer = [0u8; READ_OCTETS];
     // After a bad frame nothing more is read; the core's Close follows.
