@@ -269,7 +269,7 @@ impl Gatekeeper {
     }
 
     /// A Setup that makes no call: Release Complete back on its leg, counted; a call
-    /// connection nobody owns is closed with it.
+    /// connection that carries no other call is closed after it.
     fn refuse_setup(
         &mut self,
         id: ConnectionId,
@@ -287,10 +287,9 @@ impl Gatekeeper {
             });
         }
         self.write_release(id, reply, call_identifier, release_of(reason));
-        if let Some(connection) = self.relay.connections.get(&id) {
-            if connection.owner.is_none() && !self.relay.carries(id) {
-                self.close_call_connection(id, false);
-            }
+        // A call connection is for calls: one that carries none after this closes.
+        if self.relay.connections.contains_key(&id) && !self.relay.carries(id) {
+            self.close_call_connection(id, false);
         }
     }
 
