@@ -338,6 +338,11 @@ fn a_call_between_two_phones_is_relayed_and_tshark_reads_every_message_the_gatek
 
     assert_eq!(served.metric("rasgk_calls_connected_total"), 1.0);
     assert_eq!(served.metric("rasgk_call_setups_total"), 1.0);
+    // The call the caller released, and the Setup to nobody (a failure); the message for no
+    // call is bad input.
+    assert_eq!(served.metric("rasgk_calls_ended_total"), 2.0);
+    assert_eq!(served.metric("rasgk_call_failures_total"), 1.0);
+    assert_eq!(served.metric("rasgk_call_signal_bad_total"), 1.0);
 
     // Every message the gatekeeper wrote, through tshark.
     let Some(_) = tshark_found else { return };
