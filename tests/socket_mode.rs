@@ -531,3 +531,42 @@ fn a_tts_socket_held_past_a_second_and_lost_is_set_up_again_at_once() {
     assert_eq!(registration.socket_declines, 0);
     assert_eq!(lab.gatekeeper.socket_stats().declines, 0);
 }
+
+/// Two C-LANs on one IP with different RAS ports share a signalling address (IP:1720), which
+/// count mode allows: every view still shows every C-LAN, each with its own load. The
+/// per-C-LAN socket table was once keyed by that address and lost the last C-LAN of the file
+/// from `/api/clans`.
+#[test]
+fn every_clan_is_shown_when_two_share_an_ip() {
+    let mut toml =
+        String::from("[gatekeeper]\nseed = 1\n[[region]]\nid = 1\nnetworks = [\"127.1.0.0/16\"]\n");
+    for n in 1..=10 {
+        let address = match n {
+            9 => "127.0.1.9:1719".to_string(),
+            10 => "127.0.1.9:1729".to_string(),
+            n => format!("127.0.1.{n}:1719"),
+        };
+        toml.push_str(&format!(
+            "[[clan]]\nname = \"c{n}\"\nregion = 1\naddress = \"{address}\"\n"
+        ));
+    }
+    let mut lab = Lab::new(&toml);
+    // One phone registers at each of the two sharing C-LANs (a full RRQ may arrive at any
+    // C-LAN of its region).
+    for (n, clan) in [(1u8, "127.0.1.9:1719"), (2, "127.0.1.9:1729")] {
+        let mut p = phone(1, n, 6000 + u32::from(n));
+        let rrq = p.rrq();
+        match lab.ask(addr(clan), &mut p, &rrq) {
+            Answer::Rcf { .. } => {}
+            other => panic!("expected RCF at {clan}, got {other:?}"),
+        }
+    }
+    let clans = lab.gatekeeper.clans();
+    let names: Vec<&str> = clans.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10"]
+    );
+    assert_eq!((clans[8].sockets, clans[9].sockets), (1, 1));
+    assert_eq!(lab.gatekeeper.clan_sockets().count(), 10);
+}

@@ -395,14 +395,20 @@ pub(super) struct Signalling {
 
 impl Signalling {
     /// Empty, for C-LANs at these signalling addresses.
+    ///
+    /// One entry per C-LAN, whatever their addresses: in count mode two C-LANs may share a
+    /// signalling address (an IP with two RAS ports), and a table sized by the distinct
+    /// addresses lost the last C-LANs from every view zipped with it. (Socket mode refuses a
+    /// shared signalling address, so the address's first C-LAN is the one it names.)
     pub fn new(signal_addresses: impl IntoIterator<Item = SocketAddr>) -> Signalling {
-        let clan_at: HashMap<SocketAddr, ClanIdx> = signal_addresses
-            .into_iter()
-            .enumerate()
-            .map(|(idx, address)| (address, idx))
-            .collect();
+        let mut clan_at: HashMap<SocketAddr, ClanIdx> = HashMap::new();
+        let mut clans = 0;
+        for (idx, address) in signal_addresses.into_iter().enumerate() {
+            clan_at.entry(address).or_insert(idx);
+            clans = idx + 1;
+        }
         Signalling {
-            clans: vec![ClanSockets::default(); clan_at.len()],
+            clans: vec![ClanSockets::default(); clans],
             clan_at,
             ..Signalling::default()
         }
