@@ -38,16 +38,16 @@ pub const ROUNDS: u32 = 4;
 pub const MAX_PAIRS: usize = 500;
 
 /// The relay's gatekeeper: socket mode, routed calls, two regions of two C-LANs on
-/// 127.0.45.x.
+/// 127.0.56.x.
 const TOPOLOGY: &str = r#"
 [gatekeeper]
-discovery = "127.0.45.1:1719"
+discovery = "127.0.56.1:1719"
 sockets = "tcp"
 call_signalling = "routed"
 seed = 45
 
 [admin]
-listen = "127.0.45.1:7000"
+listen = "127.0.56.1:7000"
 
 [[region]]
 id = 1
@@ -64,26 +64,26 @@ kind = "direct"
 [[clan]]
 name = "relay-1a"
 region = 1
-address = "127.0.45.11:1719"
+address = "127.0.56.11:1719"
 
 [[clan]]
 name = "relay-1b"
 region = 1
-address = "127.0.45.12:1719"
+address = "127.0.56.12:1719"
 
 [[clan]]
 name = "relay-2a"
 region = 2
-address = "127.0.45.21:1719"
+address = "127.0.56.21:1719"
 
 [[clan]]
 name = "relay-2b"
 region = 2
-address = "127.0.45.22:1719"
+address = "127.0.56.22:1719"
 "#;
 
 /// Where the forwarder listens.
-const FORWARDER: &str = "127.0.46.1:1720";
+const FORWARDER: &str = "127.0.57.1:1720";
 
 /// One side's measure.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -363,7 +363,7 @@ fn percentiles(times: &mut [Duration]) -> (f64, f64, f64) {
 /// The pairs of the rasgk side: callers in region 1, callees in region 2, registered and
 /// their sockets in service.
 async fn rasgk_pairs(count: usize) -> Result<Vec<Pair>, String> {
-    let discovery: SocketAddr = "127.0.45.1:1719".parse().expect("an address");
+    let discovery: SocketAddr = "127.0.56.1:1719".parse().expect("an address");
     let mut pairs = Vec::with_capacity(count);
     for index in 0..count {
         let caller_extension = 71_000 + index as u32;
