@@ -4,11 +4,14 @@
 //! C-LAN over time. With `--sockets` it adds the time to service (RCF to the empty TPKT
 //! frame), the sockets per C-LAN as the phones hold them, what turned connections away, and
 //! the sockets the phones held in service over time (a series of its own in the chart).
+//! With `--calls-per-s` it adds the routed calls ([`RoutedCalls`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
+
+use super::tally::Tally;
 
 /// Latency figures, milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -46,6 +49,143 @@ pub struct LoadSample {
     pub t: f64,
     /// Sockets per C-LAN.
     pub clans: BTreeMap<String, u64>,
+    /// Routed calls in progress with a leg on each C-LAN (`calls` of `/api/clans`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub calls: BTreeMap<String, u64>,
+}
+
+/// The routed calls of a storm (`--calls-per-s`): placed by its phones, through the
+/// gatekeeper, to its phones.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoutedCalls {
+    /// Calls a second asked for (`--calls-per-s`).
+    pub per_s: f64,
+    /// Calls the callers took on; each ends connected or failed.
+    pub placed: u64,
+    /// Calls that got their Connect.
+    pub connected: u64,
+    /// Calls that did not connect, by why: `not_in_service`, `not_registered`,
+    /// `arj_REASON`, `acf_not_routed`, `acf_other_clan`, `no_acf`, `no_connect`, `cause_N`
+    /// (a Release Complete before the Connect, by its Q.931 cause), `socket_lost`,
+    /// `unregistered`, `storm_ended`, ….
+    pub failed: BTreeMap<String, u64>,
+    /// Connected calls ended before the caller released them, by what ended them.
+    pub cut_short: BTreeMap<String, u64>,
+    /// Setups the callers wrote.
+    pub setups: u64,
+    /// Setups written per second, from the first to the last.
+    pub setups_per_s: f64,
+    /// Setup written → Connect read, as the callers measured it.
+    pub setup_to_connect_ms: Latency,
+    /// Calls that got a Call Proceeding.
+    pub proceeding: u64,
+    /// Calls that got an Alerting.
+    pub alerting: u64,
+    /// Setups the callees answered.
+    pub answered: u64,
+    /// Frames on the phones' sockets that were no Q.931 message or named no call.
+    pub stray_frames: u64,
+    /// From the first GRQ to the first Setup, seconds.
+    pub started_s: Option<f64>,
+    /// From the first GRQ to the end of the last call, seconds.
+    pub ended_s: Option<f64>,
+    /// The most calls in progress with a leg on each C-LAN in the admin port's samples
+    /// (every 100 ms).
+    pub peak_calls_per_clan: BTreeMap<String, u64>,
+    /// Calls still in progress when the storm ended, as the phones saw them.
+    pub in_progress_at_end: u64,
+    /// Routed calls in progress at the end as the admin port's `/api/calls` listed them,
+    /// read while the phones were still there.
+    pub in_progress_at_end_admin: Option<u64>,
+}
+
+impl RoutedCalls {
+    /// The routed calls of `tally`, at `per_s` a second asked, with the peaks per C-LAN of
+    /// the admin port's `load` samples and the calls it listed at the end.
+    pub fn of(
+        per_s: f64,
+        tally: &Tally,
+        load: &[LoadSample],
+        at_end_admin: Option<u64>,
+    ) -> RoutedCalls {
+        let calls = &tally.routed_calls;
+        let since_start =
+            |at: Option<u64>| at.map(|at| at.saturating_sub(tally.first_grq_unix_us) as f64 / 1e6);
+        let mut peak_calls_per_clan = BTreeMap::new();
+        for sample in load {
+            for (clan, &n) in &sample.calls {
+                let peak = peak_calls_per_clan.entry(clan.clone()).or_insert(0);
+                *peak = n.max(*peak);
+            }
+        }
+        RoutedCalls {
+            per_s,
+            placed: calls.placed,
+            connected: calls.connected,
+            failed: calls.failed.clone(),
+            cut_short: calls.cut_short.clone(),
+            setups: calls.setups,
+            setups_per_s: calls.setups_per_s(),
+            setup_to_connect_ms: Latency::of(&super::tally::histogram_of(
+                &calls.setup_to_connect_us,
+            )),
+            proceeding: calls.proceeding,
+            alerting: calls.alerting,
+            answered: calls.answered,
+            stray_frames: calls.stray_frames,
+            started_s: since_start(calls.first_setup_unix_us),
+            ended_s: since_start(calls.last_end_unix_us),
+            peak_calls_per_clan,
+            in_progress_at_end: calls.in_progress_at_end(),
+            in_progress_at_end_admin: at_end_admin,
+        }
+    }
+
+    /// Its lines of the table.
+    fn table(&self, out: &mut String) {
+        let counts = |map: &BTreeMap<String, u64>| {
+            if map.is_empty() {
+                return "none".to_string();
+            }
+            let each: Vec<String> = map.iter().map(|(why, n)| format!("{n} {why}")).collect();
+            each.join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "routed calls (--calls-per-s {}): {} placed, {} connected, {} failed ({}); {:.1} \
+             Setups/s",
+            self.per_s,
+            self.placed,
+            self.connected,
+            self.failed.values().sum::<u64>(),
+            counts(&self.failed),
+            self.setups_per_s,
+        );
+        let l = &self.setup_to_connect_ms;
+        let _ = writeln!(
+            out,
+            "  Setup → Connect ms p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}; {} with Call \
+             Proceeding, {} with Alerting; {} Setups answered by the phones called",
+            l.p50, l.p90, l.p99, l.max, self.proceeding, self.alerting, self.answered,
+        );
+        let _ = writeln!(
+            out,
+            "  cut short: {}; in progress at the end: {} (phones), {} (admin); {} stray frames",
+            counts(&self.cut_short),
+            self.in_progress_at_end,
+            self.in_progress_at_end_admin
+                .map_or_else(|| "?".to_string(), |n| n.to_string()),
+            self.stray_frames,
+        );
+        if !self.peak_calls_per_clan.is_empty() {
+            let peaks: Vec<String> = self
+                .peak_calls_per_clan
+                .iter()
+                .map(|(clan, n)| format!("{clan} {n}"))
+                .collect();
+            let _ = writeln!(out, "  peak calls per C-LAN (admin): {}", peaks.join(", "));
+        }
+    }
 }
 
 /// Sockets the phones held in service, at one time.
@@ -144,6 +284,8 @@ pub struct Report {
     pub socket_errors: BTreeMap<String, u64>,
     /// Sockets the phones held in service over time, every 100 ms.
     pub in_service: Vec<InServiceSample>,
+    /// Routed calls (`--calls-per-s`), or `None` without them.
+    pub routed_calls: Option<RoutedCalls>,
 }
 
 impl Report {
@@ -216,6 +358,9 @@ impl Report {
         }
         if self.sockets {
             self.socket_table(&mut out);
+        }
+        if let Some(calls) = &self.routed_calls {
+            calls.table(&mut out);
         }
         let _ = writeln!(out, "sockets per C-LAN ({}):", self.clans_source);
         let width = self.clans.keys().map(String::len).max().unwrap_or(4);
