@@ -200,32 +200,71 @@ pub(super) async fn place(
     undelivered
 }
 
-/// How a storm's routed calls went: one process's phones', or added up.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CallTally {
-    /// Calls the callers took on (each ends connected or failed).
+/// What a storm's routed calls came to, counted: what its tally adds up and its report
+/// shows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallCounts {
+    /// Calls the callers took on; each ends connected or failed.
     pub placed: u64,
     /// Calls that got their Connect.
     pub connected: u64,
-    /// Calls that did not connect, by why (`no_connect`, `cause_20`, `arj_…`,
-    /// `acf_not_routed`, `socket_lost`, …).
+    /// Calls that did not connect, by why: `not_in_service`, `not_registered`,
+    /// `arj_REASON`, `acf_not_routed`, `acf_other_clan`, `no_acf`, `no_connect`, `cause_N`
+    /// (a Release Complete before the Connect, by its Q.931 cause), `socket_lost`,
+    /// `unregistered`, `storm_ended`, ….
     pub failed: BTreeMap<String, u64>,
     /// Connected calls that ended before the caller released them, by what ended them.
     pub cut_short: BTreeMap<String, u64>,
-    /// Setup written → Connect read of each connected call, microseconds.
-    pub setup_to_connect_us: Vec<u64>,
     /// Setups the callers wrote.
     pub setups: u64,
     /// Calls that got a Call Proceeding.
     pub proceeding: u64,
     /// Calls that got an Alerting.
     pub alerting: u64,
-    /// Setups the callees answered.
+    /// Setups the phones called answered.
     pub answered: u64,
     /// Setups left unanswered: a socket carried as many calls as a phone answers already.
     pub unanswered: u64,
     /// Frames on the phones' sockets that were no Q.931 message or named no call.
     pub stray_frames: u64,
+}
+
+impl CallCounts {
+    /// Adds another's counts.
+    fn add(&mut self, other: CallCounts) {
+        self.placed += other.placed;
+        self.connected += other.connected;
+        for (into, from) in [
+            (&mut self.failed, other.failed),
+            (&mut self.cut_short, other.cut_short),
+        ] {
+            for (reason, n) in from {
+                *into.entry(reason).or_insert(0) += n;
+            }
+        }
+        self.setups += other.setups;
+        self.proceeding += other.proceeding;
+        self.alerting += other.alerting;
+        self.answered += other.answered;
+        self.unanswered += other.unanswered;
+        self.stray_frames += other.stray_frames;
+    }
+
+    /// Calls still in progress when the storm ended, connected or not.
+    pub fn in_progress_at_end(&self) -> u64 {
+        let of = |map: &BTreeMap<String, u64>| map.get(STORM_ENDED).copied().unwrap_or(0);
+        of(&self.failed) + of(&self.cut_short)
+    }
+}
+
+/// How a storm's routed calls went: one process's phones', or added up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallTally {
+    /// The counts.
+    #[serde(flatten)]
+    pub counts: CallCounts,
+    /// Setup written → Connect read of each connected call, microseconds.
+    pub setup_to_connect_us: Vec<u64>,
     /// When the first Setup was written, microseconds since the UNIX epoch.
     pub first_setup_unix_us: Option<u64>,
     /// When the last Setup was written.
@@ -248,25 +287,26 @@ fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 impl CallTally {
     /// Counts a call that ended at `ended_at` (since the UNIX epoch).
     pub(super) fn count(&mut self, placed: &Placed, ended_at: Duration) {
-        self.placed += 1;
-        if let Some(at) = placed.setup_at {
-            self.setups += 1;
-            self.first_setup_unix_us = earliest(self.first_setup_unix_us, Some(micros(at)));
-            self.last_setup_unix_us = self.last_setup_unix_us.max(Some(micros(at)));
-        }
-        self.proceeding += u64::from(placed.proceeding);
-        self.alerting += u64::from(placed.alerting);
+        let counts = &mut self.counts;
+        counts.placed += 1;
+        counts.proceeding += u64::from(placed.proceeding);
+        counts.alerting += u64::from(placed.alerting);
         if let Some(took) = placed.setup_to_connect {
-            self.connected += 1;
+            counts.connected += 1;
             self.setup_to_connect_us.push(micros(took));
         }
         if let Some(trouble) = &placed.trouble {
             let into = if placed.setup_to_connect.is_some() {
-                &mut self.cut_short
+                &mut counts.cut_short
             } else {
-                &mut self.failed
+                &mut counts.failed
             };
             *into.entry(trouble.clone()).or_insert(0) += 1;
+        }
+        if let Some(at) = placed.setup_at {
+            counts.setups += 1;
+            self.first_setup_unix_us = earliest(self.first_setup_unix_us, Some(micros(at)));
+            self.last_setup_unix_us = self.last_setup_unix_us.max(Some(micros(at)));
         }
         self.last_end_unix_us = self.last_end_unix_us.max(Some(micros(ended_at)));
     }
@@ -275,53 +315,33 @@ impl CallTally {
     /// place them (it never registered, or fell out of registration): `not_registered`.
     pub(super) fn undelivered(&mut self, n: u64) {
         if n > 0 {
-            self.placed += n;
-            *self.failed.entry("not_registered".to_string()).or_insert(0) += n;
+            self.counts.placed += n;
+            let failed = self.counts.failed.entry("not_registered".to_string());
+            *failed.or_insert(0) += n;
         }
     }
 
     /// Counts what a socket's reader heard.
     pub(super) fn hear(&mut self, heard: &Heard) {
-        self.answered += heard.answered;
-        self.unanswered += heard.unanswered;
-        self.stray_frames += heard.stray;
+        self.counts.answered += heard.answered;
+        self.counts.unanswered += heard.unanswered;
+        self.counts.stray_frames += heard.stray;
     }
 
     /// Adds another tally.
     pub fn add(&mut self, other: CallTally) {
-        self.placed += other.placed;
-        self.connected += other.connected;
-        for (into, from) in [
-            (&mut self.failed, other.failed),
-            (&mut self.cut_short, other.cut_short),
-        ] {
-            for (reason, n) in from {
-                *into.entry(reason).or_insert(0) += n;
-            }
-        }
+        self.counts.add(other.counts);
         self.setup_to_connect_us.extend(other.setup_to_connect_us);
-        self.setups += other.setups;
-        self.proceeding += other.proceeding;
-        self.alerting += other.alerting;
-        self.answered += other.answered;
-        self.unanswered += other.unanswered;
-        self.stray_frames += other.stray_frames;
         self.first_setup_unix_us = earliest(self.first_setup_unix_us, other.first_setup_unix_us);
         self.last_setup_unix_us = self.last_setup_unix_us.max(other.last_setup_unix_us);
         self.last_end_unix_us = self.last_end_unix_us.max(other.last_end_unix_us);
     }
 
-    /// Calls still in progress when the storm ended, connected or not.
-    pub fn in_progress_at_end(&self) -> u64 {
-        let of = |map: &BTreeMap<String, u64>| map.get(STORM_ENDED).copied().unwrap_or(0);
-        of(&self.failed) + of(&self.cut_short)
-    }
-
     /// Setups written per second, from the first to the last (0 for fewer than two).
     pub fn setups_per_s(&self) -> f64 {
         match (self.first_setup_unix_us, self.last_setup_unix_us) {
-            (Some(first), Some(last)) if last > first && self.setups > 1 => {
-                (self.setups - 1) as f64 / ((last - first) as f64 / 1e6)
+            (Some(first), Some(last)) if last > first && self.counts.setups > 1 => {
+                (self.counts.setups - 1) as f64 / ((last - first) as f64 / 1e6)
             }
             _ => 0.0,
         }
@@ -331,17 +351,7 @@ impl CallTally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn args(line: &str) -> StormArgs {
-        #[derive(Parser)]
-        struct Command {
-            #[command(flatten)]
-            storm: StormArgs,
-        }
-        let words = std::iter::once("rasgk storm").chain(line.split_whitespace());
-        Command::try_parse_from(words).unwrap().storm
-    }
+    use crate::storm::tests::args;
 
     #[test]
     fn call_j_is_due_at_j_over_the_rate_and_goes_half_the_storm_away() {
@@ -407,18 +417,17 @@ mod tests {
         two.count(&cut, Duration::from_secs(20));
         two.count(&Placed::failed(3, "not_in_service"), Duration::from_secs(9));
         one.add(two);
-        assert_eq!((one.placed, one.connected, one.setups), (4, 2, 3));
+        let counts = &one.counts;
+        assert_eq!((counts.placed, counts.connected, counts.setups), (4, 2, 3));
+        let failed = [("cause_20", 1), ("not_in_service", 1)];
         assert_eq!(
-            one.failed,
-            [
-                ("cause_20".to_string(), 1),
-                ("not_in_service".to_string(), 1)
-            ]
-            .into()
+            counts.failed,
+            failed.map(|(r, n)| (r.to_string(), n)).into()
         );
-        assert_eq!(one.cut_short, [(STORM_ENDED.to_string(), 1)].into());
-        assert_eq!(one.in_progress_at_end(), 1);
-        assert_eq!(one.placed, one.connected + one.failed.values().sum::<u64>());
+        assert_eq!(counts.cut_short, [(STORM_ENDED.to_string(), 1)].into());
+        assert_eq!(counts.in_progress_at_end(), 1);
+        let failed: u64 = counts.failed.values().sum();
+        assert_eq!(counts.placed, counts.connected + failed);
         assert_eq!(one.first_setup_unix_us, Some(10_000_000));
         assert_eq!(one.last_end_unix_us, Some(20_000_000));
         assert!((one.setups_per_s() - 1.0).abs() < 1e-9, "3 Setups over 2 s");

@@ -866,7 +866,7 @@ pub fn run(args: StormArgs) -> ExitCode {
             let calls_failed = report
                 .routed_calls
                 .as_ref()
-                .is_some_and(|calls| calls.connected < calls.placed);
+                .is_some_and(|calls| calls.counts.connected < calls.counts.placed);
             if report.registered == report.phones && !calls_failed {
                 ExitCode::SUCCESS
             } else {
@@ -885,7 +885,8 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn args(line: &str) -> StormArgs {
+    /// The storm's options as `rasgk storm LINE` parses them.
+    pub(super) fn args(line: &str) -> StormArgs {
         #[derive(Parser)]
         struct Command {
             #[command(flatten)]

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::calls::CallCounts;
 use super::tally::Tally;
 
 /// Latency figures, milliseconds.
@@ -60,31 +61,13 @@ pub struct LoadSample {
 pub struct RoutedCalls {
     /// Calls a second asked for (`--calls-per-s`).
     pub per_s: f64,
-    /// Calls the callers took on; each ends connected or failed.
-    pub placed: u64,
-    /// Calls that got their Connect.
-    pub connected: u64,
-    /// Calls that did not connect, by why: `not_in_service`, `not_registered`,
-    /// `arj_REASON`, `acf_not_routed`, `acf_other_clan`, `no_acf`, `no_connect`, `cause_N`
-    /// (a Release Complete before the Connect, by its Q.931 cause), `socket_lost`,
-    /// `unregistered`, `storm_ended`, ….
-    pub failed: BTreeMap<String, u64>,
-    /// Connected calls ended before the caller released them, by what ended them.
-    pub cut_short: BTreeMap<String, u64>,
-    /// Setups the callers wrote.
-    pub setups: u64,
+    /// The counts: placed, connected, failed by reason, ….
+    #[serde(flatten)]
+    pub counts: CallCounts,
     /// Setups written per second, from the first to the last.
     pub setups_per_s: f64,
     /// Setup written → Connect read, as the callers measured it.
     pub setup_to_connect_ms: Latency,
-    /// Calls that got a Call Proceeding.
-    pub proceeding: u64,
-    /// Calls that got an Alerting.
-    pub alerting: u64,
-    /// Setups the callees answered.
-    pub answered: u64,
-    /// Frames on the phones' sockets that were no Q.931 message or named no call.
-    pub stray_frames: u64,
     /// From the first GRQ to the first Setup, seconds.
     pub started_s: Option<f64>,
     /// From the first GRQ to the end of the last call, seconds.
@@ -120,23 +103,15 @@ impl RoutedCalls {
         }
         RoutedCalls {
             per_s,
-            placed: calls.placed,
-            connected: calls.connected,
-            failed: calls.failed.clone(),
-            cut_short: calls.cut_short.clone(),
-            setups: calls.setups,
+            counts: calls.counts.clone(),
             setups_per_s: calls.setups_per_s(),
             setup_to_connect_ms: Latency::of(&super::tally::histogram_of(
                 &calls.setup_to_connect_us,
             )),
-            proceeding: calls.proceeding,
-            alerting: calls.alerting,
-            answered: calls.answered,
-            stray_frames: calls.stray_frames,
             started_s: since_start(calls.first_setup_unix_us),
             ended_s: since_start(calls.last_end_unix_us),
             peak_calls_per_clan,
-            in_progress_at_end: calls.in_progress_at_end(),
+            in_progress_at_end: calls.counts.in_progress_at_end(),
             in_progress_at_end_admin: at_end_admin,
         }
     }
@@ -155,10 +130,10 @@ impl RoutedCalls {
             "routed calls (--calls-per-s {}): {} placed, {} connected, {} failed ({}); {:.1} \
              Setups/s",
             self.per_s,
-            self.placed,
-            self.connected,
-            self.failed.values().sum::<u64>(),
-            counts(&self.failed),
+            self.counts.placed,
+            self.counts.connected,
+            self.counts.failed.values().sum::<u64>(),
+            counts(&self.counts.failed),
             self.setups_per_s,
         );
         let l = &self.setup_to_connect_ms;
@@ -166,16 +141,22 @@ impl RoutedCalls {
             out,
             "  Setup → Connect ms p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}; {} with Call \
              Proceeding, {} with Alerting; {} Setups answered by the phones called",
-            l.p50, l.p90, l.p99, l.max, self.proceeding, self.alerting, self.answered,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.max,
+            self.counts.proceeding,
+            self.counts.alerting,
+            self.counts.answered,
         );
         let _ = writeln!(
             out,
             "  cut short: {}; in progress at the end: {} (phones), {} (admin); {} stray frames",
-            counts(&self.cut_short),
+            counts(&self.counts.cut_short),
             self.in_progress_at_end,
             self.in_progress_at_end_admin
                 .map_or_else(|| "?".to_string(), |n| n.to_string()),
-            self.stray_frames,
+            self.counts.stray_frames,
         );
         if !self.peak_calls_per_clan.is_empty() {
             let peaks: Vec<String> = self
