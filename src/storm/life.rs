@@ -473,6 +473,10 @@ impl<'a> Life<'a> {
             self.caller = caller;
             let again = match heard {
                 Stayed::End(true) => return true, // the storm is gone
+                Stayed::Ras(Some((Answer::Urq { seq, agl, .. }, from))) => {
+                    self.answer_urq(seq, from).await;
+                    Some(agl)
+                }
                 Stayed::End(false) | Stayed::Ras(Some(_)) => None,
                 Stayed::Call(CallEvent::Order(order)) => self.place(order).await,
                 Stayed::Call(CallEvent::Over(placed)) => self.settle(placed).await,
