@@ -94,14 +94,21 @@ enum Command {
     /// rejects by reason, retransmissions, and the final sockets per C-LAN and region (from
     /// the admin port when it answers). Each phone holds an open file: more phones than one
     /// process may open run in several storm processes started at one instant and reported
-    /// as one (--processes, by default as many as the limit requires). Exit status 0 when
-    /// every phone registered, 1 when some did not, 2 when the storm could not run.
+    /// as one (--processes, by default as many as the limit requires). With --sockets the
+    /// phones hold TCP signalling sockets at their C-LANs, and with --calls-per-s they call
+    /// each other through a gatekeeper that routes calls. Exit status 0 when every phone
+    /// registered (and every routed call connected), 1 when some did not, 2 when the storm
+    /// could not run.
     ///
     /// Examples:
     ///   rasgk storm --phones 1000 --tts-share 0.5
     ///   rasgk storm --phones 5000 --regions 1,2,3 --loss 0.1 --seed 7 --json | jq .clans
     ///   rasgk storm --target 127.0.9.1:1719 --admin 127.0.9.1:7000 --report-dir out/
     ///   rasgk storm --phones 40000 --tts-share 0.5 --tts-from 500000 --from 600000
+    ///   rasgk serve --config fixtures/lab/routed.toml &   # socket mode, routed calls
+    ///   rasgk storm --sockets --target 127.0.47.1:1719 --admin 127.0.47.1:7000 \
+    ///       --phones 2000 --tts-share 0.5 --regions 1,2,3 \
+    ///       --calls-per-s 100 --call-s 3 --call-total 1000
     #[command(verbatim_doc_comment)]
     Storm(Box<rasgk::storm::StormArgs>),
     /// Plan in virtual time what phones, C-LAN faults and changes would do, before doing it.

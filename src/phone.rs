@@ -111,6 +111,9 @@ pub enum Answer {
         seq: u16,
         /// `destCallSignalAddress`.
         dest: Option<SocketAddr>,
+        /// `callModel` is `gatekeeperRouted`: the call's signalling goes through the
+        /// gatekeeper at `dest` (docs/rules.md §8.7).
+        routed: bool,
     },
     /// ARJ.
     Arj {
@@ -215,6 +218,7 @@ impl Answer {
             RasMessage::admissionConfirm(acf) => Answer::Acf {
                 seq,
                 dest: socket_addr(&acf.dest_call_signal_address),
+                routed: matches!(acf.call_model, asn::CallModel::gatekeeperRouted(())),
             },
             RasMessage::admissionReject(arj) => Answer::Arj {
                 seq,

@@ -9,146 +9,24 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rasgk::phone::{Answer, Phone};
-use serde_json::Value;
+use support::lab::{self, clans, established_total, os_and_admin, report, storm, until};
 use support::server::{http_request, Served, UdpPhone};
 use support::tcp::{self, ESTABLISHED, SYN_SENT};
-
-fn fixture(name: &str) -> String {
-    format!("{}/fixtures/lab/{name}", env!("CARGO_MANIFEST_DIR"))
-}
 
 /// `fixtures/lab/sockets.toml` moved to 127.0.NET.x (tests run side by side), with `more`
 /// added to `[gatekeeper]`.
 fn config_on(net: u8, more: &str) -> PathBuf {
-    let text = std::fs::read_to_string(fixture("sockets.toml"))
-        .unwrap()
-        .replace("127.0.40.", &format!("127.0.{net}."))
-        .replace("sockets = \"tcp\"", &format!("sockets = \"tcp\"\n{more}"));
-    let path =
-        std::env::temp_dir().join(format!("rasgk-sockets-{}-{net}.toml", std::process::id()));
-    std::fs::write(&path, text).unwrap();
-    path
+    lab::moved("sockets.toml", 40, net, more)
 }
 
 fn serve(net: u8, more: &str) -> Served {
     let config = config_on(net, more);
     let admin: SocketAddr = format!("127.0.{net}.1:7000").parse().unwrap();
     Served::start(&["--config", config.to_str().unwrap()], admin)
-}
-
-/// `rasgk storm --sockets` against the gatekeeper on 127.0.NET.1, in the background.
-fn storm(net: u8, phones: usize, tts_share: &str, more: &[&str]) -> Child {
-    let target = format!("127.0.{net}.1:1719");
-    let admin = format!("127.0.{net}.1:7000");
-    let phones = phones.to_string();
-    let mut args = vec![
-        "storm",
-        "--sockets",
-        "--target",
-        &target,
-        "--admin",
-        &admin,
-        "--phones",
-        &phones,
-        "--tts-share",
-        tts_share,
-        "--regions",
-        "1,2,3",
-        "--timeout-ms",
-        "500",
-        "--retries",
-        "4",
-        "--give-up-s",
-        "120",
-        "--json",
-    ];
-    args.extend(more);
-    Command::new(env!("CARGO_BIN_EXE_rasgk"))
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rasgk storm starts")
-}
-
-/// The storm's report, once it ends (at most `within`).
-fn report(mut child: Child, within: Duration) -> Value {
-    let deadline = Instant::now() + within;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the storm did not end within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stderr}");
-    assert!(out.status.success(), "rasgk storm failed: {stderr}");
-    serde_json::from_slice(&out.stdout).expect("--json prints one JSON object")
-}
-
-/// (name, IP, established, places, setups, cap) of every C-LAN.
-fn clans(served: &Served) -> Vec<(String, Ipv4Addr, u64, u64, u64, u64)> {
-    served
-        .get_json("/api/clans")
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            let address: SocketAddr = c["address"].as_str().unwrap().parse().unwrap();
-            let SocketAddr::V4(address) = address else {
-                panic!("IPv4 C-LANs only here");
-            };
-            (
-                c["name"].as_str().unwrap().to_string(),
-                *address.ip(),
-                c["established"].as_u64().unwrap(),
-                c["sockets"].as_u64().unwrap(),
-                c["setups"].as_u64().unwrap(),
-                c["max_sockets"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
-fn established_total(served: &Served) -> u64 {
-    clans(served).iter().map(|c| c.2).sum()
-}
-
-/// The established connections the OS shows on each C-LAN's IP, and the admin port's
-/// `established`, read when they agree with themselves (the admin port read before and
-/// after the OS gives the same figures).
-fn os_and_admin(served: &Served) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
-    for _ in 0..50 {
-        let before = clans(served);
-        let ips: Vec<Ipv4Addr> = before.iter().map(|c| c.1).collect();
-        let os = tcp::count_by_local_ip_steady(&ips, ESTABLISHED);
-        let after = clans(served);
-        if before == after {
-            let admin = after.iter().map(|c| (c.0.clone(), c.2)).collect();
-            let os = after
-                .iter()
-                .map(|c| (c.0.clone(), os[&c.1] as u64))
-                .collect();
-            return (os, admin);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("the admin port's figures never held still");
-}
-
-/// Polls until `check` holds (at most `within`), panicking with `what`.
-fn until(within: Duration, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !check() {
-        assert!(Instant::now() < deadline, "{what} (waited {within:?})");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// How many phones the big storm has: 6,000 (the figure); `RASGK_SOCKET_PHONES`
@@ -302,7 +180,7 @@ fn slow_accepting_tts_phones_never_see_more_than_five_attempts_per_clan() {
             assert!(value <= 5, "{line}");
         }
         most_established = most_established.max(established_total(&served));
-        if child.try_wait().unwrap().is_some() {
+        if child.ended() {
             break;
         }
         assert!(Instant::now() < deadline, "the storm did not end");

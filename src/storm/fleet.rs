@@ -2,7 +2,8 @@
 //! the parent starts itself again (`std::env::current_exe`) as N children, `rasgk storm
 //! --shard I/N`, each with every N-th phone (so source addresses and extensions never
 //! collide), talks to them as [`super::shard`] describes, starts them all at one wall-clock
-//! instant, and adds their tallies into one report. The parent alone reads the admin port.
+//! instant (and their routed calls at another, once every child's phones are in service),
+//! and adds their tallies into one report. The parent alone reads the admin port.
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
@@ -34,6 +35,8 @@ struct Shard {
     stdout: tokio::task::JoinHandle<String>,
     ready: bool,
     registered: usize,
+    in_service: bool,
+    calls_over: u64,
     holding: bool,
     closed: bool,
     said: Vec<String>,
@@ -44,6 +47,7 @@ struct Shard {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Step {
     Ready,
+    InService,
     Holding,
 }
 
@@ -51,6 +55,7 @@ impl Shard {
     fn reached(&self, step: Step) -> bool {
         match step {
             Step::Ready => self.ready,
+            Step::InService => self.in_service,
             Step::Holding => self.holding,
         }
     }
@@ -165,6 +170,8 @@ impl Fleet {
                 stdout,
                 ready: false,
                 registered: 0,
+                in_service: false,
+                calls_over: 0,
                 holding: false,
                 closed: false,
                 said: Vec::new(),
@@ -188,15 +195,24 @@ impl Fleet {
         let Some((index, what)) = self.heard.recv().await else {
             return false;
         };
-        if let Heard::Signal(Signal::Registered(n)) = what {
-            self.shards[index].registered = n;
-            let sum = self.shards.iter().map(|s| s.registered as u64).sum();
-            progress.set_position(sum);
-            return true;
+        match what {
+            Heard::Signal(Signal::Registered(n)) => {
+                self.shards[index].registered = n;
+                let sum = self.shards.iter().map(|s| s.registered as u64).sum();
+                progress.set_position(sum);
+                return true;
+            }
+            Heard::Signal(Signal::CallsOver(n)) => {
+                self.shards[index].calls_over = n;
+                progress.set_position(self.shards.iter().map(|s| s.calls_over).sum());
+                return true;
+            }
+            _ => {}
         }
         let shard = &mut self.shards[index];
         match what {
-            Heard::Signal(Signal::Registered(_)) => {}
+            Heard::Signal(Signal::Registered(_) | Signal::CallsOver(_)) => {}
+            Heard::Signal(Signal::InService) => shard.in_service = true,
             Heard::Signal(Signal::Ready) => shard.ready = true,
             Heard::Signal(Signal::Holding) => shard.holding = true,
             Heard::Said(line) => {
@@ -224,6 +240,7 @@ impl Fleet {
             {
                 let what = match step {
                     Step::Ready => "ended before its phones were ready",
+                    Step::InService => "ended before its phones were in service",
                     Step::Holding => "ended before its phones had registered",
                 };
                 return Err(shard.failure(what).await);
@@ -252,8 +269,27 @@ impl Fleet {
         Ok(Instant::now() + lead)
     }
 
+    /// Waits until every child's phones are in service (or its wait for them is over), then
+    /// starts their routed calls a moment later at one wall-clock instant; the progress bar
+    /// turns to the `calls` expected.
+    pub async fn start_calls(
+        &mut self,
+        progress: &indicatif::ProgressBar,
+        calls: u64,
+    ) -> Result<(), StormError> {
+        self.until(Step::InService, progress).await?;
+        super::progress_calls(progress, calls);
+        let at = wall_time() + Duration::from_millis(50);
+        for shard in &mut self.shards {
+            if let Err(reason) = shard.tell(&format!("calls {}", at.as_millis())).await {
+                return Err(shard.failure(&reason).await);
+            }
+        }
+        Ok(())
+    }
+
     /// Waits until every child's phones have registered or given up (and `--duration` has
-    /// passed); they are held there until [`Fleet::end`].
+    /// passed, and their calls are over); they are held there until [`Fleet::end`].
     pub async fn registered(
         &mut self,
         progress: &indicatif::ProgressBar,

@@ -6,18 +6,32 @@
 //! keeps a TCP socket at the C-LAN for each registration ([`super::signalling`]): started at
 //! each full RCF, dropped when a gatekeeper-sent URQ ends the registration, noted and closed
 //! at the storm's end before any URQ.
+//!
+//! With `--calls-per-s` the phone places the routed calls the storm's schedule gives it
+//! ([`super::calls`]) while it stays: an ARQ at the C-LAN it registered at, as for
+//! `--calls` — its ACF must be `gatekeeperRouted` and name the C-LAN that holds its socket
+//! — then the Setup on its socket, which the socket task ([`super::call_signalling`])
+//! carries to its end; when the call is over, a DRQ. The ARQ and DRQ go from here because
+//! the phone's RAS line is here; the socket task never waits for them. With `--pregranted`
+//! the Setup goes without ARQ or DRQ, and the gatekeeper tells the caller by the Setup's
+//! `endpointIdentifier`.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use tokio::sync::mpsc::UnboundedReceiver;
 
+use super::call_signalling::{Dial, Placed};
+use super::calls::{CallOrder, CallTally, Finished, NO_CONNECT};
 use super::port::Line;
 use super::signalling::{self, PhoneSocket};
 use crate::pcap::Datagram;
 use crate::phone::{Answer, Phone};
+use crate::ras::Alias;
 
 /// What every phone of a storm shares.
 pub(super) struct Plan {
@@ -44,6 +58,69 @@ pub(super) struct Plan {
     pub dial: String,
     /// How long each call is held between ACF and DRQ.
     pub hold: Duration,
+    /// Routed calls (`--calls-per-s`): how long each is held after its Connect.
+    pub call_hold: Duration,
+    /// Routed calls go without ARQ and DRQ (`--pregranted`).
+    pub pregranted: bool,
+}
+
+/// A phone's part in the storm's routed calls: the calls it is told to place, and the
+/// calls it placed as its socket task reports them when they are over.
+pub(super) struct Caller {
+    /// From the storm's schedule.
+    pub orders: UnboundedReceiver<CallOrder>,
+    /// From its socket task.
+    pub placed: UnboundedReceiver<Placed>,
+    /// Counted as each call is over, for the schedule's wait.
+    pub finished: Arc<Finished>,
+    /// Calls whose ARQ was confirmed, by number: each gets its DRQ when it is over.
+    admitted: HashMap<u64, [u8; 16]>,
+}
+
+/// What the caller heard.
+enum CallEvent {
+    /// Place this call.
+    Order(CallOrder),
+    /// This call is over.
+    Over(Placed),
+}
+
+impl Caller {
+    /// A caller fed by `orders`, hearing of its calls on `placed`.
+    pub fn new(
+        orders: UnboundedReceiver<CallOrder>,
+        placed: UnboundedReceiver<Placed>,
+        finished: Arc<Finished>,
+    ) -> Caller {
+        Caller {
+            orders,
+            placed,
+            finished,
+            admitted: HashMap::new(),
+        }
+    }
+
+    /// The next order or call over; never, without a caller.
+    async fn next(caller: Option<&mut Caller>) -> CallEvent {
+        let Some(caller) = caller else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            Some(order) = caller.orders.recv() => CallEvent::Order(order),
+            Some(placed) = caller.placed.recv() => CallEvent::Over(placed),
+            else => std::future::pending().await,
+        }
+    }
+}
+
+/// What came while a phone stayed registered.
+enum Stayed {
+    /// A datagram, or silence until the wake-up.
+    Ras(Option<(Answer, SocketAddr)>),
+    /// The storm's end was set (`true`: the storm is gone).
+    End(bool),
+    /// Something about its routed calls.
+    Call(CallEvent),
 }
 
 /// How one phone's life went.
@@ -76,6 +153,8 @@ pub(super) struct Outcome {
     pub call_signal_address: Option<SocketAddr>,
     /// How its sockets went (socket mode).
     pub sockets: signalling::Record,
+    /// How the routed calls it placed went (`--calls-per-s`).
+    pub routed: CallTally,
 }
 
 /// A phone with its line on the storm's port, its loss generator and its record.
@@ -87,6 +166,8 @@ pub(super) struct Life<'a> {
     pub outcome: Outcome,
     /// Its signalling side, in socket mode.
     pub socket: Option<PhoneSocket>,
+    /// Its part in routed calls (`--calls-per-s`).
+    pub caller: Option<Caller>,
     /// This phone's seed (also the first half of its call identifiers).
     seed: u64,
     /// When the kernel received the last datagram [`Life::receive`] returned, since the UNIX
@@ -110,6 +191,7 @@ impl<'a> Life<'a> {
             plan,
             outcome: Outcome::default(),
             socket: None,
+            caller: None,
             seed,
             heard_at: Duration::ZERO,
         }
@@ -332,6 +414,10 @@ impl<'a> Life<'a> {
             self.place_calls().await;
         }
         let _ = registered.send(ok);
+        if !ok {
+            // Calls ordered from a phone that never registered fail as they are ordered.
+            self.close_calls();
+        }
         let stayed = ok && self.stay(started, end).await;
         if let Some(mut socket) = self.socket.take() {
             if !stayed {
@@ -340,6 +426,7 @@ impl<'a> Life<'a> {
             }
             self.outcome.sockets = socket.end().await;
         }
+        self.close_calls();
         if stayed && self.plan.unregister {
             if let Some(clan) = self.outcome.clan {
                 let urq = self.phone.urq();
@@ -358,40 +445,43 @@ impl<'a> Life<'a> {
         self.register(started, agl, give_up).await
     }
 
-    /// Stays registered until the storm's end is set and reached; false when a
-    /// re-registration failed (the phone is no longer registered).
+    /// Stays registered until the storm's end is set and reached, placing the routed calls
+    /// it is told to; false when a re-registration failed (the phone is no longer
+    /// registered).
     async fn stay(
         &mut self,
         started: Instant,
         mut end: tokio::sync::watch::Receiver<Option<Instant>>,
     ) -> bool {
         let mut ttl = Duration::from_secs(300);
+        // Kept apart from the loop's wake-ups, which calls make frequent: a keep-alive is
+        // due half a TTL after the last registration or keep-alive, however busy the phone.
+        let mut keep_alive_at = Instant::now() + ttl / 2;
         loop {
             let until = *end.borrow();
             let now = Instant::now();
             if until.is_some_and(|until| now >= until) {
                 return true;
             }
-            let next = now + ttl / 2;
-            let next = until.map_or(next, |until| next.min(until));
+            let next = until.map_or(keep_alive_at, |until| keep_alive_at.min(until));
+            let mut caller = self.caller.take();
             let heard = tokio::select! {
-                heard = self.receive(next) => heard,
-                changed = end.changed() => {
-                    if changed.is_err() {
-                        return true; // the storm is gone
-                    }
-                    continue;
-                }
+                heard = self.receive(next) => Stayed::Ras(heard),
+                changed = end.changed() => Stayed::End(changed.is_err()),
+                event = Caller::next(caller.as_mut()) => Stayed::Call(event),
             };
-            match heard {
-                Some((Answer::Urq { seq, agl, .. }, from)) => {
+            self.caller = caller;
+            let again = match heard {
+                Stayed::End(true) => return true, // the storm is gone
+                Stayed::Ras(Some((Answer::Urq { seq, agl, .. }, from))) => {
                     self.answer_urq(seq, from).await;
-                    if !self.register_again(started, agl).await {
-                        return false;
-                    }
+                    Some(agl)
                 }
-                Some(_) => {}
-                None if Instant::now() >= next && until.is_none_or(|u| next < u) => {
+                Stayed::End(false) | Stayed::Ras(Some(_)) => None,
+                Stayed::Call(CallEvent::Order(order)) => self.place(order).await,
+                Stayed::Call(CallEvent::Over(placed)) => self.settle(placed).await,
+                Stayed::Ras(None) if Instant::now() < keep_alive_at => None,
+                Stayed::Ras(None) => {
                     // Half the TTL has passed: keep the registration alive.
                     let (Some(clan), Some(rrq)) = (self.outcome.clan, self.phone.keep_alive())
                     else {
@@ -400,21 +490,139 @@ impl<'a> Life<'a> {
                     match self.exchange(clan, &rrq).await {
                         Some(Answer::Rcf { time_to_live_s, .. }) => {
                             ttl = Duration::from_secs(u64::from(time_to_live_s.unwrap_or(300)));
+                            None
                         }
-                        Some(Answer::Urq { agl, .. }) => {
-                            if !self.register_again(started, agl).await {
-                                return false;
-                            }
-                        }
-                        _ => {
-                            if !self.register_again(started, Vec::new()).await {
-                                return false;
-                            }
-                        }
+                        Some(Answer::Urq { agl, .. }) => Some(agl),
+                        _ => Some(Vec::new()),
                     }
                 }
-                None => {}
+            };
+            if let Some(agl) = again {
+                if !self.register_again(started, agl).await {
+                    return false;
+                }
             }
+            if Instant::now() >= keep_alive_at {
+                keep_alive_at = Instant::now() + ttl / 2;
+            }
+        }
+    }
+
+    /// This phone's `callIdentifier` for routed call `number`: its seed, then the number.
+    fn call_identifier(&self, number: u64) -> [u8; 16] {
+        let mut call_identifier = [0u8; 16];
+        call_identifier[..8].copy_from_slice(&self.seed.to_be_bytes());
+        call_identifier[8..].copy_from_slice(&number.to_be_bytes());
+        call_identifier
+    }
+
+    /// Places routed call `order`: ARQ (unless pre-granted) for the number it dials, then
+    /// the Setup on its socket. A call that fails before its Setup is over at once.
+    /// `Some(agl)`: a gatekeeper URQ came instead of the ACF, and the phone must register
+    /// again.
+    async fn place(&mut self, order: CallOrder) -> Option<Vec<SocketAddr>> {
+        let number = order.number;
+        let in_service = self.socket.as_ref().and_then(PhoneSocket::serving);
+        let callee = Alias::dialled_digits(&order.callee);
+        let (Some(_), Ok(callee)) = (in_service, callee) else {
+            return self.settle(Placed::failed(number, "not_in_service")).await;
+        };
+        let call_identifier = self.call_identifier(number);
+        if !self.plan.pregranted {
+            let (Some(clan), Some(arq)) = (
+                self.outcome.clan,
+                self.phone.arq(&order.callee, call_identifier),
+            ) else {
+                return self.settle(Placed::failed(number, "not_registered")).await;
+            };
+            let answer = self.exchange(clan, &arq).await;
+            let names_its_clan = |dest: SocketAddr| {
+                let socket = self.socket.as_ref();
+                socket.is_some_and(|socket| socket.names_its_clan(dest))
+            };
+            let refused = match answer {
+                Some(Answer::Acf {
+                    dest: Some(dest),
+                    routed: true,
+                    ..
+                }) if names_its_clan(dest) => None,
+                Some(Answer::Acf { routed: false, .. }) => Some("acf_not_routed".to_string()),
+                Some(Answer::Acf { .. }) => Some("acf_other_clan".to_string()),
+                Some(Answer::Arj { reason, .. }) => {
+                    self.note_reject("ARJ", &reason);
+                    Some(format!("arj_{reason}"))
+                }
+                Some(Answer::Urq { agl, .. }) => {
+                    self.settle(Placed::failed(number, "unregistered")).await;
+                    return Some(agl);
+                }
+                _ => Some("no_acf".to_string()),
+            };
+            if let Some(reason) = refused {
+                return self.settle(Placed::failed(number, reason)).await;
+            }
+            if let Some(caller) = &mut self.caller {
+                caller.admitted.insert(number, call_identifier);
+            }
+        }
+        let dial = Dial {
+            number,
+            call_identifier,
+            caller: self.phone.aliases.clone(),
+            callee,
+            endpoint_identifier: self.phone.endpoint_id.clone(),
+            connect_within: NO_CONNECT,
+            hold: self.plan.call_hold,
+        };
+        let dialled = self.socket.as_ref().is_some_and(|socket| socket.dial(dial));
+        if dialled {
+            return None;
+        }
+        self.settle(Placed::failed(number, "not_in_service")).await
+    }
+
+    /// A routed call of this phone is over: a DRQ when its ARQ was confirmed, then it is
+    /// counted. `Some(agl)`: a gatekeeper URQ came instead of the DCF.
+    async fn settle(&mut self, placed: Placed) -> Option<Vec<SocketAddr>> {
+        let admitted = self.caller.as_mut();
+        let admitted = admitted.and_then(|caller| caller.admitted.remove(&placed.number));
+        let mut again = None;
+        if let (Some(call_identifier), Some(clan)) = (admitted, self.outcome.clan) {
+            if let Some(drq) = self.phone.drq(call_identifier) {
+                if let Some(Answer::Urq { agl, .. }) = self.exchange(clan, &drq).await {
+                    again = Some(agl);
+                }
+            }
+        }
+        self.count_call(&placed);
+        again
+    }
+
+    fn count_call(&mut self, placed: &Placed) {
+        self.outcome.routed.count(placed, wall_time());
+        if let Some(caller) = &self.caller {
+            caller.finished.one();
+        }
+    }
+
+    /// The storm ends, or the phone's life does: the calls its socket task reported over
+    /// are counted (no DRQ: the phone is leaving), and so are the orders it will never
+    /// carry out, as `not_registered`; no order reaches it any more.
+    fn close_calls(&mut self) {
+        let Some(mut caller) = self.caller.take() else {
+            return;
+        };
+        caller.orders.close();
+        let mut over = Vec::new();
+        while let Ok(placed) = caller.placed.try_recv() {
+            over.push(placed);
+        }
+        while let Ok(order) = caller.orders.try_recv() {
+            over.push(Placed::failed(order.number, "not_registered"));
+        }
+        self.caller = Some(caller);
+        for placed in &over {
+            self.count_call(placed);
         }
     }
 }

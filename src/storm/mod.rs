@@ -14,7 +14,15 @@
 //! With `--sockets` the phones also take part in the gatekeeper's socket mode
 //! ([`signalling`]): each registration is followed by a TCP socket at the C-LAN, and the
 //! report adds the time to service and the sockets as the phones hold them.
+//!
+//! With `--calls-per-s` as well, the phones call each other through a gatekeeper that
+//! routes calls (docs/rules.md §8.7): the storm's schedule says which phone calls whom
+//! when ([`calls`]), a caller's life asks admission ([`life`]), and each phone's socket
+//! task places its calls and answers those made to it ([`call_signalling`]); the report adds
+//! the calls placed, connected and failed by reason, and Setup → Connect percentiles.
 
+mod call_signalling;
+mod calls;
 mod fleet;
 mod life;
 mod phones;
@@ -38,7 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::phone::Phone;
 use fleet::Fleet;
-use report::{InServiceSample, Latency, LoadSample, Report};
+use report::{InServiceSample, Latency, LoadSample, Report, RoutedCalls};
 use tally::Tally;
 
 /// `rasgk storm` options.
@@ -142,6 +150,56 @@ pub struct StormArgs {
     #[arg(long, value_name = "MS", default_value_t = 0)]
     #[serde(default)]
     pub accept_delay_ms: u64,
+    /// Routed calls between the storm's phones, R a second over the whole storm (however
+    /// many --processes share it). Needs --sockets, and a gatekeeper with `[gatekeeper]
+    /// sockets = "tcp"` and `call_signalling = "routed"` (it relays every call's signalling
+    /// over the phones' sockets on their C-LANs).
+    ///
+    /// The calls start once every phone has registered and holds its socket in service, or
+    /// 30 s after the last registration at the latest (a caller without a socket in
+    /// service then fails `not_in_service`). Call j is placed by phone j mod --phones and
+    /// goes to the phone half the storm away (phone k calls phone k + phones/2), or to
+    /// --call-to. Placing stops after --call-total calls, else --duration seconds after the
+    /// calls started; the storm stays until its calls have ended.
+    ///
+    /// A call: ARQ at the caller's C-LAN, whose ACF must be gatekeeperRouted and name the
+    /// C-LAN holding the caller's socket (no ARQ with --pregranted); the Setup on the
+    /// caller's socket; the phone called answers at once with Call Proceeding, Alerting and
+    /// Connect on its own socket; the caller holds the call --call-s after the Connect, then
+    /// writes Release Complete and sends DRQ.
+    ///
+    /// The report adds the calls placed, connected, and failed by reason: `not_in_service`,
+    /// `arj_REASON`, `acf_not_routed`, `acf_other_clan`, `no_acf`, `no_connect` (no Connect
+    /// within 10 s), `cause_N` (a Release Complete before the Connect, by its Q.931 cause:
+    /// `cause_20`, subscriber absent), `socket_lost`; Setup → Connect percentiles (Setup
+    /// written to Connect read, by the caller); the peak calls per C-LAN (the admin port's
+    /// `calls`, sampled every 100 ms). Exit status 1 when a call failed.
+    #[arg(long, value_name = "R")]
+    #[serde(default)]
+    pub calls_per_s: Option<f64>,
+    /// With --calls-per-s: seconds each call is held after its Connect before the caller
+    /// releases it; 2 when not given.
+    #[arg(long, value_name = "S")]
+    #[serde(default)]
+    pub call_s: Option<f64>,
+    /// With --calls-per-s: place N calls in all, then stop (the storm stays until they have
+    /// ended, past --duration if need be). Without it calls are placed for --duration
+    /// seconds from their start.
+    #[arg(long, value_name = "N")]
+    #[serde(default)]
+    pub call_total: Option<u64>,
+    /// With --calls-per-s: every call dials EXT instead of a phone of the storm. A number
+    /// nobody registered fails each call `arj_calledPartyNotRegistered` (the gatekeeper's
+    /// ARJ), or `cause_20` with --pregranted (its Release Complete: subscriber absent).
+    #[arg(long, value_name = "EXT")]
+    #[serde(default)]
+    pub call_to: Option<String>,
+    /// With --calls-per-s: callers send their Setup without ARQ and DRQ, as endpoints a
+    /// gatekeeper granted admission in advance (`preGrantedARQ`); the gatekeeper tells the
+    /// caller by the Setup's endpointIdentifier.
+    #[arg(long)]
+    #[serde(default)]
+    pub pregranted: bool,
     /// Run as child I of N of a multi-process storm (the options come as JSON on standard
     /// input); for the storm's own use.
     #[arg(long, value_name = "I/N", hide = true)]
@@ -317,6 +375,7 @@ impl StormArgs {
         if self.accept_delay_ms > 0 && !self.sockets {
             return bad("--accept-delay-ms is for --sockets: without it nothing accepts".into());
         }
+        self.check_routed_calls()?;
         match self.processes {
             Some(0) => return bad("--processes must be at least 1".into()),
             Some(n) if n > self.phones => {
@@ -324,6 +383,66 @@ impl StormArgs {
                     "--processes {n} is more than the {} phones",
                     self.phones
                 ))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The routed calls' options (`--calls-per-s` and the options that go with it).
+    fn check_routed_calls(&self) -> Result<(), StormError> {
+        let bad = |text: String| Err(StormError::Option(text));
+        let Some(per_s) = self.calls_per_s else {
+            let given = [
+                ("--call-s", self.call_s.is_some()),
+                ("--call-total", self.call_total.is_some()),
+                ("--call-to", self.call_to.is_some()),
+                ("--pregranted", self.pregranted),
+            ];
+            return match given.iter().find(|(_, given)| *given) {
+                Some((flag, _)) => bad(format!(
+                    "{flag} is for routed calls: add --calls-per-s R (and --sockets)"
+                )),
+                None => Ok(()),
+            };
+        };
+        if !self.sockets {
+            return bad(
+                "--calls-per-s places routed calls over the phones' signalling sockets: add \
+                 --sockets, against a gatekeeper with [gatekeeper] sockets = \"tcp\" and \
+                 call_signalling = \"routed\""
+                    .into(),
+            );
+        }
+        if !(per_s.is_finite() && per_s > 0.0) {
+            return bad(format!("--calls-per-s {per_s} must be a number above 0"));
+        }
+        if let Some(hold) = self.call_s.filter(|s| !(s.is_finite() && *s >= 0.0)) {
+            return bad(format!("--call-s {hold} must be 0 or more"));
+        }
+        match self.call_total {
+            Some(0) => return bad("--call-total must be at least 1".into()),
+            None if self.duration == 0.0 => {
+                return bad(
+                    "--calls-per-s needs to know when to stop: give --call-total N, or \
+                     --duration S (calls are placed for S seconds from their start)"
+                        .into(),
+                )
+            }
+            _ => {}
+        }
+        match &self.call_to {
+            Some(digits) if crate::ras::Alias::dialled_digits(digits).is_err() => {
+                return bad(format!(
+                    "--call-to {digits:?} must be dialled digits (0-9, #, *, ',')"
+                ))
+            }
+            None if self.phones < 2 => {
+                return bad(
+                    "routed calls between the storm's phones need --phones 2 or more (or \
+                     --call-to EXT)"
+                        .into(),
+                )
             }
             _ => {}
         }
@@ -395,8 +514,15 @@ fn admin_of(args: &StormArgs) -> Option<SocketAddr> {
     }
 }
 
-/// Sockets per C-LAN and per region, as the admin port shows them.
-type Load = (BTreeMap<String, u64>, BTreeMap<String, u64>);
+/// The load as the admin port shows it at one time.
+struct Load {
+    /// Sockets per C-LAN.
+    clans: BTreeMap<String, u64>,
+    /// Sockets per region.
+    regions: BTreeMap<String, u64>,
+    /// Routed calls in progress with a leg on each C-LAN.
+    calls: BTreeMap<String, u64>,
+}
 
 /// Reads the load from the admin port, off the async threads (the reader blocks).
 async fn load_now(admin: SocketAddr) -> Option<Load> {
@@ -404,6 +530,10 @@ async fn load_now(admin: SocketAddr) -> Option<Load> {
         .await
         .ok()?
         .ok()?;
+    let calls = clans
+        .iter()
+        .map(|c| (c.name.clone(), u64::from(c.calls)))
+        .collect();
     let clans = clans
         .into_iter()
         .map(|c| (c.name, u64::from(c.sockets)))
@@ -412,7 +542,47 @@ async fn load_now(admin: SocketAddr) -> Option<Load> {
         .into_iter()
         .map(|r| (r.id.to_string(), u64::from(r.sockets)))
         .collect();
-    Some((clans, regions))
+    Some(Load {
+        clans,
+        regions,
+        calls,
+    })
+}
+
+/// Routed calls in progress, as the admin port's `/api/calls` lists them.
+async fn routed_calls_now(admin: SocketAddr) -> Option<u64> {
+    let body = tokio::task::spawn_blocking(move || crate::status::get_json(admin, "/api/calls"))
+        .await
+        .ok()?
+        .ok()?;
+    let calls: Vec<serde_json::Value> = serde_json::from_str(&body).ok()?;
+    Some(calls.iter().filter(|c| c["kind"] == "routed").count() as u64)
+}
+
+/// What the admin port shows at a storm's end, while its phones are still there.
+struct AtTheEnd {
+    load: Option<Load>,
+    /// Routed calls in progress (with `--calls-per-s`).
+    routed_calls: Option<u64>,
+}
+
+impl AtTheEnd {
+    async fn read(admin: Option<SocketAddr>, args: &StormArgs) -> AtTheEnd {
+        let Some(admin) = admin else {
+            return AtTheEnd {
+                load: None,
+                routed_calls: None,
+            };
+        };
+        let routed_calls = match args.calls_per_s {
+            Some(_) => routed_calls_now(admin).await,
+            None => None,
+        };
+        AtTheEnd {
+            load: load_now(admin).await,
+            routed_calls,
+        }
+    }
 }
 
 /// Calls placed since start per node, summed over trunks, from `/api/trunks`.
@@ -442,14 +612,55 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 fn progress_bar(phones: usize) -> indicatif::ProgressBar {
     let progress = indicatif::ProgressBar::new(phones as u64);
-    progress.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {elapsed_precise} [{bar:40}] {pos}/{len} phones registered {per_sec}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("█▉ "),
-    );
+    progress.set_style(progress_style("phones registered"));
     progress
+}
+
+fn progress_style(what: &str) -> indicatif::ProgressStyle {
+    let template =
+        format!("{{spinner}} {{elapsed_precise}} [{{bar:40}}] {{pos}}/{{len}} {what} {{per_sec}}");
+    indicatif::ProgressStyle::with_template(&template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("█▉ ")
+}
+
+/// Turns the progress bar to the routed calls: `calls` of them to end.
+fn progress_calls(progress: &indicatif::ProgressBar, calls: u64) {
+    progress.set_style(progress_style("calls over"));
+    progress.set_length(calls);
+    progress.set_position(0);
+    progress.reset_eta();
+}
+
+/// A storm in this one process: its progress bar, and the admin port read at the end.
+struct Alone<'a> {
+    args: &'a StormArgs,
+    progress: &'a indicatif::ProgressBar,
+    admin: Option<SocketAddr>,
+}
+
+impl phones::Conductor for Alone<'_> {
+    type Held = AtTheEnd;
+
+    fn registered(&mut self, n: usize) {
+        self.progress.set_position(n as u64);
+    }
+
+    async fn in_service(&mut self) -> Duration {
+        let expected = calls::Schedule::of(self.args).map_or(0, |s| s.expected());
+        progress_calls(self.progress, expected);
+        life::wall_time()
+    }
+
+    fn calls_over(&mut self, n: u64) {
+        self.progress.set_position(n);
+    }
+
+    async fn hold(&mut self) -> AtTheEnd {
+        let end = AtTheEnd::read(self.admin, self.args).await;
+        self.progress.finish_and_clear();
+        end
+    }
 }
 
 /// The admin port, when it answers.
@@ -472,10 +683,10 @@ fn sample_load(
         tokio::spawn(async move {
             tokio::time::sleep_until(started.into()).await;
             loop {
-                if let Some((clans, _)) = load_now(admin).await {
+                if let Some(Load { clans, calls, .. }) = load_now(admin).await {
                     let t = started.elapsed().as_secs_f64();
                     if let Ok(mut samples) = samples.lock() {
-                        samples.push(LoadSample { t, clans });
+                        samples.push(LoadSample { t, clans, calls });
                     }
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -494,20 +705,16 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     let admin = admin_answering(args).await;
     let (sampler, samples) = sample_load(admin, Instant::now());
     let progress = progress_bar(args.phones);
-    let hold = async {
-        let load = match admin {
-            Some(admin) => load_now(admin).await,
-            None => None,
-        };
-        progress.finish_and_clear();
-        load
+    let mut alone = Alone {
+        args,
+        progress: &progress,
+        admin,
     };
-    let (tally, load) =
-        phones::live(args, bound, |n| progress.set_position(n as u64), hold).await?;
+    let (tally, end) = phones::live(args, bound, &mut alone).await?;
     if let Some(sampler) = sampler {
         sampler.abort();
     }
-    finish(args, tally, load, admin, samples, 1).await
+    finish(args, tally, end, admin, samples, 1).await
 }
 
 /// Runs a storm in as many processes as `--processes` says (in this one by default), and
@@ -529,24 +736,24 @@ async fn storm_in_processes(args: &StormArgs, processes: usize) -> Result<Report
     let mut fleet = Fleet::spawn(args, processes).await?;
     let started = fleet.start(&progress).await?;
     let (sampler, samples) = sample_load(admin, started);
+    if let Some(schedule) = calls::Schedule::of(args) {
+        fleet.start_calls(&progress, schedule.expected()).await?;
+    }
     fleet.registered(&progress).await?;
-    let load = match admin {
-        Some(admin) => load_now(admin).await,
-        None => None,
-    };
+    let end = AtTheEnd::read(admin, args).await;
     progress.finish_and_clear();
     let tally = fleet.end(&progress).await?;
     if let Some(sampler) = sampler {
         sampler.abort();
     }
-    finish(args, tally, load, admin, samples, processes).await
+    finish(args, tally, end, admin, samples, processes).await
 }
 
 /// The report of a storm's tally, with the load read at its end, and its files.
 async fn finish(
     args: &StormArgs,
     tally: Tally,
-    load: Option<Load>,
+    end: AtTheEnd,
     admin: Option<SocketAddr>,
     samples: Arc<Mutex<Vec<LoadSample>>>,
     processes: usize,
@@ -556,10 +763,14 @@ async fn finish(
         _ => None,
     };
     let registration_s = tally.registration_s();
-    let (clans, regions, clans_source) = match load {
-        Some((clans, regions)) => (clans, regions, "admin"),
+    let (clans, regions, clans_source) = match end.load {
+        Some(Load { clans, regions, .. }) => (clans, regions, "admin"),
         None => (tally.phone_clans.clone(), BTreeMap::new(), "phones"),
     };
+    let load = samples.lock().map(|s| s.clone()).unwrap_or_default();
+    let routed_calls = args
+        .calls_per_s
+        .map(|per_s| RoutedCalls::of(per_s, &tally, &load, end.routed_calls));
     let [tts_service, non_tts_service, all_service] = tally.service_histograms();
     let in_service = tally
         .sockets_in_service_per_100ms
@@ -601,7 +812,8 @@ async fn finish(
         clans,
         clans_source,
         regions,
-        load: samples.lock().map(|s| s.clone()).unwrap_or_default(),
+        load,
+        routed_calls,
         calls: tally.calls,
         calls_refused: tally.calls_refused,
         trunk_calls_per_node: trunk_nodes.unwrap_or_default(),
@@ -630,7 +842,8 @@ async fn finish(
 }
 
 /// `rasgk storm`: runs (in as many processes as it needs), prints the table (or JSON), exit
-/// 0 when every phone registered, 1 when some did not, 2 when the storm could not run.
+/// 0 when every phone registered (and every routed call connected), 1 when some did not, 2
+/// when the storm could not run.
 pub fn run(args: StormArgs) -> ExitCode {
     if let Some(share) = args.shard {
         return shard::run(share);
@@ -650,7 +863,11 @@ pub fn run(args: StormArgs) -> ExitCode {
             } else {
                 print!("{}", report.table());
             }
-            if report.registered == report.phones {
+            let calls_failed = report
+                .routed_calls
+                .as_ref()
+                .is_some_and(|calls| calls.counts.connected < calls.counts.placed);
+            if report.registered == report.phones && !calls_failed {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
@@ -668,7 +885,8 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn args(line: &str) -> StormArgs {
+    /// The storm's options as `rasgk storm LINE` parses them.
+    pub(super) fn args(line: &str) -> StormArgs {
         #[derive(Parser)]
         struct Command {
             #[command(flatten)]

@@ -3,8 +3,12 @@
 //! their lives as one task each, and add up how it went ([`Tally`]). With `--sockets` the
 //! process also opens the TTS phones' listener, names it in every phone's
 //! `callSignalAddress`, and samples the sockets its phones hold in service every 100 ms.
+//! With `--calls-per-s` it waits, once its phones have registered, until they are in
+//! service (at most [`SERVICE_WAIT`]), hears from its [`Conductor`] when the storm's calls
+//! start, and hands each of its phones the calls of the schedule that are theirs
+//! ([`calls::place`]).
 
-use std::future::Future;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -12,13 +16,36 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use tokio::sync::mpsc::unbounded_channel;
 
-use super::life::{wall_time, Life, Plan};
+use super::calls::{self, Finished, Schedule, SERVICE_WAIT};
+use super::life::{wall_time, Caller, Life, Plan};
 use super::port::{Line, Port, Router};
 use super::signalling::{self, Acceptor, Gauge, Listener, PhoneSocket, Way};
 use super::tally::Tally;
 use super::{Share, StormArgs, StormError};
 use crate::phone::Phone;
+
+/// Whoever runs a storm process's phones (the storm itself, or a parent storm): hears how
+/// they go, says when the routed calls start, and holds the phones at the end.
+pub(super) trait Conductor {
+    /// What the hold gives back.
+    type Held;
+
+    /// `n` of the process's phones have registered so far.
+    fn registered(&mut self, n: usize);
+
+    /// The process's phones are in service, or the wait for them is over: when the routed
+    /// calls start, since the UNIX epoch (one instant for every process of the storm).
+    async fn in_service(&mut self) -> Duration;
+
+    /// `n` of the process's routed calls are over so far.
+    fn calls_over(&mut self, n: u64);
+
+    /// Every phone registered or gave up, `--duration` passed and the calls are over: runs
+    /// while the phones are still there (to read the final load).
+    async fn hold(&mut self) -> Self::Held;
+}
 
 /// One phone ready to start.
 struct Ready {
@@ -33,6 +60,8 @@ struct Ready {
 
 /// This process's phones with their lines, not started.
 pub(super) struct Bound {
+    /// Which of the storm's phones they are.
+    share: Share,
     phones: Vec<Ready>,
     /// What feeds the lines.
     router: Router,
@@ -101,6 +130,7 @@ pub(super) async fn bind(args: &StormArgs, share: Share) -> Result<Bound, StormE
         })
         .collect();
     Ok(Bound {
+        share,
         phones,
         router,
         acceptor,
@@ -137,16 +167,16 @@ fn sample_in_service(
     (sampler, slots)
 }
 
-/// Starts every phone now; `registered(n)` hears the running count of registered phones.
-/// Once every phone has registered or given up and `--duration` has passed, `hold` runs
-/// while the phones are still there (to read the final load); then the phones end
-/// (unregistering with `--unregister`), and `--record` is written.
-pub(super) async fn live<T>(
+/// Starts every phone now; the `conductor` hears the running count of registered phones.
+/// Once every phone has registered or given up, the routed calls (`--calls-per-s`) are
+/// placed and over, and `--duration` has passed, the conductor's hold runs while the phones
+/// are still there (to read the final load); then the phones end (unregistering with
+/// `--unregister`), and `--record` is written.
+pub(super) async fn live<C: Conductor>(
     args: &StormArgs,
     bound: Bound,
-    mut registered: impl FnMut(usize),
-    hold: impl Future<Output = T>,
-) -> Result<(Tally, T), StormError> {
+    conductor: &mut C,
+) -> Result<(Tally, C::Held), StormError> {
     let started = Instant::now();
     let started_wall = wall_time();
     let record = args
@@ -165,8 +195,14 @@ pub(super) async fn live<T>(
         calls: args.calls,
         dial: args.dial.clone(),
         hold: Duration::from_millis(args.hold_ms),
+        call_hold: Schedule::of(args).map_or(Duration::ZERO, |schedule| schedule.hold),
+        pregranted: args.pregranted,
     });
+    let schedule = Schedule::of(args);
+    let finished = Arc::new(Finished::default());
+    let mut orders = HashMap::new();
     let count = bound.len();
+    let share = bound.share;
     let (end_tx, end_rx) = tokio::sync::watch::channel(None);
     let (registered_tx, mut registered_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut tasks = tokio::task::JoinSet::new();
@@ -207,6 +243,12 @@ pub(super) async fn live<T>(
             .map(|rate| Duration::from_secs_f64(index as f64 / rate))
             .unwrap_or_default();
         let seed = args.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let ordered = schedule.as_ref().map(|_| {
+            let (order, ordered) = unbounded_channel();
+            orders.insert(index, order);
+            ordered
+        });
+        let finished = finished.clone();
         tasks.spawn(async move {
             tokio::time::sleep(arrival).await;
             let own = phone.ras_address.ip();
@@ -214,7 +256,13 @@ pub(super) async fn live<T>(
             if let Some(way) = way {
                 // The back-off's jitter comes from the phone's own generator.
                 let rng = ChaCha8Rng::from_rng(&mut life.rng);
-                life.socket = Some(PhoneSocket::new(own, way, gauge, rng));
+                let mut socket = PhoneSocket::new(own, way, gauge, rng);
+                if let Some(ordered) = ordered {
+                    let (placed, over) = unbounded_channel();
+                    socket = socket.reporting_calls_to(placed);
+                    life.caller = Some(Caller::new(ordered, over, finished));
+                }
+                life.socket = Some(socket);
             }
             let outcome = life.live(end, registered).await;
             (index, tts, outcome)
@@ -228,14 +276,27 @@ pub(super) async fn live<T>(
                 heard += 1;
                 if yes {
                     ok += 1;
-                    registered(ok);
+                    conductor.registered(ok);
                 }
             }
             None => break,
         }
     }
-    tokio::time::sleep(Duration::from_secs_f64(args.duration)).await;
-    let held = hold.await;
+    let registered_at = Instant::now();
+    let mut undelivered = 0;
+    if let Some(schedule) = &schedule {
+        let waited = registered_at + SERVICE_WAIT;
+        while (gauge.now() as usize) < ok && Instant::now() < waited {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let start_wall = conductor.in_service().await;
+        let start = Instant::now() + start_wall.saturating_sub(wall_time());
+        let settle = calls::settle_within(plan.timeout, plan.retries, schedule.hold);
+        let over = |n| conductor.calls_over(n);
+        undelivered = calls::place(schedule, share, start, &orders, &finished, settle, over).await;
+    }
+    tokio::time::sleep_until((registered_at + Duration::from_secs_f64(args.duration)).into()).await;
+    let held = conductor.hold().await;
     let _ = end_tx.send(Some(Instant::now()));
     let mut outcomes = Vec::with_capacity(count);
     while let Some(joined) = tasks.join_next().await {
@@ -264,6 +325,7 @@ pub(super) async fn live<T>(
         write_record(path, datagrams)?;
     }
     let mut tally = Tally::of(&outcomes, started, started_wall);
+    tally.routed_calls.undelivered(undelivered);
     tally.sockets_in_service_per_100ms = in_service;
     if let Some(accepted) = accepted {
         tally.tts_connections_accepted = accepted.handed.load(Ordering::Relaxed);

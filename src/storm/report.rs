@@ -4,11 +4,15 @@
 //! C-LAN over time. With `--sockets` it adds the time to service (RCF to the empty TPKT
 //! frame), the sockets per C-LAN as the phones hold them, what turned connections away, and
 //! the sockets the phones held in service over time (a series of its own in the chart).
+//! With `--calls-per-s` it adds the routed calls ([`RoutedCalls`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
+
+use super::calls::CallCounts;
+use super::tally::Tally;
 
 /// Latency figures, milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -46,6 +50,123 @@ pub struct LoadSample {
     pub t: f64,
     /// Sockets per C-LAN.
     pub clans: BTreeMap<String, u64>,
+    /// Routed calls in progress with a leg on each C-LAN (`calls` of `/api/clans`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub calls: BTreeMap<String, u64>,
+}
+
+/// The routed calls of a storm (`--calls-per-s`): placed by its phones, through the
+/// gatekeeper, to its phones.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoutedCalls {
+    /// Calls a second asked for (`--calls-per-s`).
+    pub per_s: f64,
+    /// The counts: placed, connected, failed by reason, ….
+    #[serde(flatten)]
+    pub counts: CallCounts,
+    /// Setups written per second, from the first to the last.
+    pub setups_per_s: f64,
+    /// Setup written → Connect read, as the callers measured it.
+    pub setup_to_connect_ms: Latency,
+    /// From the first GRQ to the first Setup, seconds.
+    pub started_s: Option<f64>,
+    /// From the first GRQ to the end of the last call, seconds.
+    pub ended_s: Option<f64>,
+    /// The most calls in progress with a leg on each C-LAN in the admin port's samples
+    /// (every 100 ms).
+    pub peak_calls_per_clan: BTreeMap<String, u64>,
+    /// Calls still in progress when the storm ended, as the phones saw them.
+    pub in_progress_at_end: u64,
+    /// Routed calls in progress at the end as the admin port's `/api/calls` listed them,
+    /// read while the phones were still there.
+    pub in_progress_at_end_admin: Option<u64>,
+}
+
+impl RoutedCalls {
+    /// The routed calls of `tally`, at `per_s` a second asked, with the peaks per C-LAN of
+    /// the admin port's `load` samples and the calls it listed at the end.
+    pub fn of(
+        per_s: f64,
+        tally: &Tally,
+        load: &[LoadSample],
+        at_end_admin: Option<u64>,
+    ) -> RoutedCalls {
+        let calls = &tally.routed_calls;
+        let since_start =
+            |at: Option<u64>| at.map(|at| at.saturating_sub(tally.first_grq_unix_us) as f64 / 1e6);
+        let mut peak_calls_per_clan = BTreeMap::new();
+        for sample in load {
+            for (clan, &n) in &sample.calls {
+                let peak = peak_calls_per_clan.entry(clan.clone()).or_insert(0);
+                *peak = n.max(*peak);
+            }
+        }
+        RoutedCalls {
+            per_s,
+            counts: calls.counts.clone(),
+            setups_per_s: calls.setups_per_s(),
+            setup_to_connect_ms: Latency::of(&super::tally::histogram_of(
+                &calls.setup_to_connect_us,
+            )),
+            started_s: since_start(calls.first_setup_unix_us),
+            ended_s: since_start(calls.last_end_unix_us),
+            peak_calls_per_clan,
+            in_progress_at_end: calls.counts.in_progress_at_end(),
+            in_progress_at_end_admin: at_end_admin,
+        }
+    }
+
+    /// Its lines of the table.
+    fn table(&self, out: &mut String) {
+        let counts = |map: &BTreeMap<String, u64>| {
+            if map.is_empty() {
+                return "none".to_string();
+            }
+            let each: Vec<String> = map.iter().map(|(why, n)| format!("{n} {why}")).collect();
+            each.join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "routed calls (--calls-per-s {}): {} placed, {} connected, {} failed ({}); {:.1} \
+             Setups/s",
+            self.per_s,
+            self.counts.placed,
+            self.counts.connected,
+            self.counts.failed.values().sum::<u64>(),
+            counts(&self.counts.failed),
+            self.setups_per_s,
+        );
+        let l = &self.setup_to_connect_ms;
+        let _ = writeln!(
+            out,
+            "  Setup → Connect ms p50 {:.2}  p90 {:.2}  p99 {:.2}  max {:.2}; {} with Call \
+             Proceeding, {} with Alerting; {} Setups answered by the phones called",
+            l.p50,
+            l.p90,
+            l.p99,
+            l.max,
+            self.counts.proceeding,
+            self.counts.alerting,
+            self.counts.answered,
+        );
+        let _ = writeln!(
+            out,
+            "  cut short: {}; in progress at the end: {} (phones), {} (admin); {} stray frames",
+            counts(&self.counts.cut_short),
+            self.in_progress_at_end,
+            self.in_progress_at_end_admin
+                .map_or_else(|| "?".to_string(), |n| n.to_string()),
+            self.counts.stray_frames,
+        );
+        if !self.peak_calls_per_clan.is_empty() {
+            let peaks: Vec<String> = self
+                .peak_calls_per_clan
+                .iter()
+                .map(|(clan, n)| format!("{clan} {n}"))
+                .collect();
+            let _ = writeln!(out, "  peak calls per C-LAN (admin): {}", peaks.join(", "));
+        }
+    }
 }
 
 /// Sockets the phones held in service, at one time.
@@ -144,6 +265,8 @@ pub struct Report {
     pub socket_errors: BTreeMap<String, u64>,
     /// Sockets the phones held in service over time, every 100 ms.
     pub in_service: Vec<InServiceSample>,
+    /// Routed calls (`--calls-per-s`), or `None` without them.
+    pub routed_calls: Option<RoutedCalls>,
 }
 
 impl Report {
@@ -216,6 +339,9 @@ impl Report {
         }
         if self.sockets {
             self.socket_table(&mut out);
+        }
+        if let Some(calls) = &self.routed_calls {
+            calls.table(&mut out);
         }
         let _ = writeln!(out, "sockets per C-LAN ({}):", self.clans_source);
         let width = self.clans.keys().map(String::len).max().unwrap_or(4);

@@ -8,6 +8,11 @@
 //! 127.R.1.250, 127.R.2.1, …: 250 to each /24, so that .0 and .251–.255 stay free, and
 //! 254 /24s, up to 127.R.254.250. TTS phones are spread evenly: phone `n` is TTS when the
 //! share's running total crosses a whole number at `n`.
+//!
+//! Routed calls (`rasgk storm --calls-per-s`) take turns too: call `j` of the storm is
+//! placed by phone `j mod phones` ([`caller`]), which calls the phone half the storm away
+//! ([`callee`]), so a phone places one call every `phones` calls and, while the calls last
+//! less than that many calls' time, has at most one call of its own and one it answers.
 
 use std::net::Ipv4Addr;
 
@@ -73,6 +78,17 @@ pub fn extension(share: f64, tts_from: u32, from: u32, n: usize) -> u32 {
     }
 }
 
+/// The phone that places call `j` of a storm of `phones` phones (at least 1).
+pub fn caller(phones: usize, j: u64) -> usize {
+    (j % phones.max(1) as u64) as usize
+}
+
+/// The phone that phone `n` calls: the one half the storm away, `(n + phones / 2) mod
+/// phones` (itself in a storm of one phone, which the storm refuses).
+pub fn callee(phones: usize, n: usize) -> usize {
+    (n + phones / 2) % phones.max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +152,22 @@ mod tests {
         assert_eq!(first, [false, true, false, true]);
         let extensions: Vec<u32> = (0..5).map(|n| extension(0.5, 500, 600, n)).collect();
         assert_eq!(extensions, [600, 500, 601, 501, 602]);
+    }
+
+    #[test]
+    fn callers_take_turns_and_call_the_phone_half_the_storm_away() {
+        let callers: Vec<usize> = (0..7).map(|j| caller(5, j)).collect();
+        assert_eq!(callers, [0, 1, 2, 3, 4, 0, 1]);
+        assert_eq!(callee(2_000, 0), 1_000);
+        assert_eq!(callee(2_000, 1_000), 0, "the callee calls back its caller");
+        assert_eq!(callee(5, 4), 1);
+        // Nobody calls itself, and in 1,000 calls of 2,000 phones nobody is called twice.
+        for phones in 2..50 {
+            assert!((0..phones).all(|n| callee(phones, n) != n), "{phones}");
+        }
+        let called: std::collections::BTreeSet<usize> = (0..1_000)
+            .map(|j| callee(2_000, caller(2_000, j)))
+            .collect();
+        assert_eq!(called.len(), 1_000);
     }
 }

@@ -3,9 +3,13 @@
 //! The conversation, one line each: the parent writes the storm's options as JSON on the
 //! child's standard input; the child binds its share of the phones and says `ready` on
 //! standard error; the parent answers `start UNIX_MS` (one instant for every child) and the
-//! child starts its phones then, saying `registered N` as they register; once they all have
-//! (and `--duration` has passed) it says `holding` and keeps them until the parent, having
-//! read the final load, writes `end`. The child then ends its phones and prints its
+//! child starts its phones then, saying `registered N` as they register. With routed calls
+//! (`--calls-per-s`) it then says `in-service` once its phones are in service (or the wait
+//! for them is over); the parent, having heard it from every child, answers `calls UNIX_MS`
+//! (one instant for every child), and the child places its calls from then, saying
+//! `calls-over N` as they end. Once they all have, and `--duration` has passed, it says
+//! `holding` and keeps its phones until the parent, having read the final load, writes
+//! `end`. The child then ends its phones and prints its
 //! [`Tally`] as one JSON object on standard output. Anything else it writes on standard error
 //! is for people and is passed on by the parent. Standard input closing before `end` (the
 //! parent killed) ends the child at once, whatever it is doing, with exit status 2.
@@ -14,8 +18,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+use tokio::sync::watch;
 
 use super::life::wall_time;
+use super::phones::Conductor;
 use super::tally::Tally;
 use super::{phones, Share, StormArgs};
 
@@ -29,7 +35,12 @@ pub(super) enum Signal {
     Ready,
     /// This many of its phones have registered so far.
     Registered(usize),
-    /// Every phone registered or gave up; they are held until `end`.
+    /// Its phones are in service (or the wait for them is over): the calls may start.
+    InService,
+    /// This many of its routed calls are over so far.
+    CallsOver(u64),
+    /// Every phone registered or gave up (and its calls are over); they are held until
+    /// `end`.
     Holding,
 }
 
@@ -39,6 +50,8 @@ impl Signal {
         match self {
             Signal::Ready => format!("{TAG} ready"),
             Signal::Registered(n) => format!("{TAG} registered {n}"),
+            Signal::InService => format!("{TAG} in-service"),
+            Signal::CallsOver(n) => format!("{TAG} calls-over {n}"),
             Signal::Holding => format!("{TAG} holding"),
         }
     }
@@ -49,7 +62,9 @@ impl Signal {
         match rest.split_once(' ') {
             None if rest == "ready" => Some(Signal::Ready),
             None if rest == "holding" => Some(Signal::Holding),
+            None if rest == "in-service" => Some(Signal::InService),
             Some(("registered", n)) => n.parse().ok().map(Signal::Registered),
+            Some(("calls-over", n)) => n.parse().ok().map(Signal::CallsOver),
             _ => None,
         }
     }
@@ -99,26 +114,39 @@ async fn shard(share: Share) -> Result<Tally, String> {
     let wait = Duration::from_millis(at_ms).saturating_sub(wall_time());
     tokio::time::sleep(wait).await;
 
-    let mut said = Instant::now();
-    let registered = |n: usize| {
-        // A line every 50 ms at most, and the last one always.
-        if n == total || said.elapsed() >= Duration::from_millis(50) {
-            say(Signal::Registered(n));
-            said = Instant::now();
-        }
-    };
-    // The parent's one further line is `end`; standard input ending before it means the
-    // parent is gone (killed, say): then the share ends at once, whatever it is doing,
-    // rather than keep its phones up for nobody until --duration runs out.
-    let (told, heard) = tokio::sync::watch::channel(None);
+    // The parent's further lines are `calls UNIX_MS` (with routed calls) and `end`;
+    // standard input ending before `end` means the parent is gone (killed, say): then the
+    // share ends at once, whatever it is doing, rather than keep its phones up for nobody
+    // until --duration runs out.
+    let (told, heard) = watch::channel(None);
+    let (calls_at, calls_start) = watch::channel(None);
     tokio::spawn(async move {
-        let said = matches!(lines.next_line().await, Ok(Some(_)));
-        let _ = told.send(Some(if said { Parent::Ended } else { Parent::Gone }));
+        loop {
+            let line = lines.next_line().await;
+            let calls = match &line {
+                Ok(Some(line)) => line.strip_prefix("calls ").map(|ms| ms.trim().parse()),
+                _ => None,
+            };
+            match (line, calls) {
+                (_, Some(Ok(ms))) => {
+                    let _ = calls_at.send(Some(ms));
+                }
+                (Ok(Some(_)), _) => {
+                    let _ = told.send(Some(Parent::Ended));
+                    return;
+                }
+                _ => {
+                    let _ = told.send(Some(Parent::Gone));
+                    return;
+                }
+            }
+        }
     });
-    let mut told_end = heard.clone();
-    let hold = async move {
-        say(Signal::Holding);
-        let _ = told_end.wait_for(|parent| parent.is_some()).await;
+    let mut child = Child {
+        total,
+        said: Instant::now(),
+        calls_start,
+        told: heard.clone(),
     };
     let mut gone = heard;
     let parent_gone = async move {
@@ -129,7 +157,7 @@ async fn shard(share: Share) -> Result<Tally, String> {
         }
     };
     let tally = tokio::select! {
-        lived = phones::live(&args, bound, registered, hold) => {
+        lived = phones::live(&args, bound, &mut child) => {
             lived.map_err(|error| error.to_string())?.0
         }
         () = parent_gone => {
@@ -137,6 +165,54 @@ async fn shard(share: Share) -> Result<Tally, String> {
         }
     };
     Ok(tally)
+}
+
+/// A child's side of the conversation while its phones live.
+struct Child {
+    /// Its phones.
+    total: usize,
+    /// When it last said how far it got.
+    said: Instant,
+    /// The parent's `calls UNIX_MS`, once written.
+    calls_start: watch::Receiver<Option<u64>>,
+    /// The parent's `end` (or its end).
+    told: watch::Receiver<Option<Parent>>,
+}
+
+impl Child {
+    /// Says `signal` when 50 ms have passed since the last (or `last` says it is the last).
+    fn say_now_and_then(&mut self, signal: Signal, last: bool) {
+        if last || self.said.elapsed() >= Duration::from_millis(50) {
+            say(signal);
+            self.said = Instant::now();
+        }
+    }
+}
+
+impl Conductor for Child {
+    type Held = ();
+
+    fn registered(&mut self, n: usize) {
+        self.say_now_and_then(Signal::Registered(n), n == self.total);
+    }
+
+    async fn in_service(&mut self) -> Duration {
+        say(Signal::InService);
+        match self.calls_start.wait_for(Option::is_some).await {
+            Ok(ms) => Duration::from_millis(ms.unwrap_or_default()),
+            // The parent is gone: the share is ending anyway.
+            Err(_) => wall_time(),
+        }
+    }
+
+    fn calls_over(&mut self, n: u64) {
+        self.say_now_and_then(Signal::CallsOver(n), false);
+    }
+
+    async fn hold(&mut self) {
+        say(Signal::Holding);
+        let _ = self.told.wait_for(Option::is_some).await;
+    }
 }
 
 /// `rasgk storm --shard I/N`: exit 0 once the tally is printed, 2 when the share could not
@@ -178,7 +254,13 @@ mod tests {
 
     #[test]
     fn signals_read_back() {
-        for signal in [Signal::Ready, Signal::Registered(13_334), Signal::Holding] {
+        for signal in [
+            Signal::Ready,
+            Signal::Registered(13_334),
+            Signal::InService,
+            Signal::CallsOver(7),
+            Signal::Holding,
+        ] {
             assert_eq!(Signal::parse(&signal.line()), Some(signal));
         }
         assert_eq!(Signal::parse("rasgk storm: cannot bind"), None);

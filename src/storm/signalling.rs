@@ -35,11 +35,16 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::io::AsyncReadExt;
+use std::future::Future;
+
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
+
+use super::call_signalling::{CallSignalling, Dial, Heard, Out, Placed};
+use super::calls::STORM_ENDED;
 
 /// The empty TPKT frame that puts a socket in service: what the gatekeeper writes when the
 /// socket's establishment completes.
@@ -95,8 +100,11 @@ pub(super) struct FrameScan {
 }
 
 impl FrameScan {
-    /// Reads `octets`; true once the empty frame has come (what follows it is ignored).
-    pub fn feed(&mut self, mut octets: &[u8]) -> bool {
+    /// Reads `octets`; once the empty frame has come, how many of them it took to reach its
+    /// end (what follows is for the socket's [`CallSignalling`]).
+    pub fn feed(&mut self, octets: &[u8]) -> Option<usize> {
+        let whole = octets.len();
+        let mut octets = octets;
         while !octets.is_empty() {
             if self.skip > 0 {
                 let n = self.skip.min(octets.len());
@@ -116,20 +124,30 @@ impl FrameScan {
             }
             self.have = 0;
             if self.header == SERVICE_FRAME {
-                return true;
+                return Some(whole - octets.len());
             }
             let length = usize::from(u16::from_be_bytes([self.header[2], self.header[3]]));
             if self.header[1] == 0 && length > 4 {
                 self.skip = length - 4;
             }
         }
-        false
+        None
     }
 }
 
-/// Reads `stream` until the empty TPKT frame: `Ok(Some(when the kernel received it))`, or
-/// `Ok(None)` when the connection ended first.
-async fn service_frame(stream: &mut TcpStream) -> io::Result<Option<Duration>> {
+/// A socket in service.
+#[derive(Debug)]
+pub(super) struct SocketInService {
+    pub stream: TcpStream,
+    /// When the kernel received its service frame, since the UNIX epoch.
+    pub at: Duration,
+    /// What came after the service frame in the same read.
+    pub early: Vec<u8>,
+}
+
+/// Reads `stream` until the empty TPKT frame: `Ok(Some((when the kernel received it, what
+/// followed it in the same read)))`, or `Ok(None)` when the connection ended first.
+async fn service_frame(stream: &mut TcpStream) -> io::Result<Option<(Duration, Vec<u8>)>> {
     let mut scan = FrameScan::default();
     let mut buffer = [0u8; 512];
     loop {
@@ -137,18 +155,8 @@ async fn service_frame(stream: &mut TcpStream) -> io::Result<Option<Duration>> {
         if n == 0 {
             return Ok(None);
         }
-        if scan.feed(&buffer[..n]) {
-            return Ok(Some(at));
-        }
-    }
-}
-
-/// Reads and ignores whatever comes until the connection ends (FIN or RST).
-async fn until_closed(stream: &mut TcpStream) {
-    let mut buffer = [0u8; 1024];
-    while let Ok(n) = stream.read(&mut buffer).await {
-        if n == 0 {
-            return;
+        if let Some(end) = scan.feed(&buffer[..n]) {
+            return Ok(Some((at, buffer[end..n].to_vec())));
         }
     }
 }
@@ -209,6 +217,8 @@ pub(super) struct Record {
     /// The peer of the socket in service when the storm ended: the C-LAN's signalling
     /// address for a non-TTS phone, the C-LAN's IP and the gatekeeper's port for a TTS one.
     pub held_at_end: Option<SocketAddr>,
+    /// What its sockets' readers counted of the calls made to the phone.
+    pub heard: Heard,
 }
 
 impl Record {
@@ -219,13 +229,13 @@ impl Record {
         self.closed_by_gatekeeper += other.closed_by_gatekeeper;
         self.errors.extend(other.errors);
         self.held_at_end = other.held_at_end.or(self.held_at_end);
+        self.heard.add(&other.heard);
     }
 }
 
 /// Why [`connect_until_service`] returned no socket.
 enum Attempt {
-    /// In service: the stream, and when the kernel received its frame.
-    Service(TcpStream, Duration),
+    Service(SocketInService),
     TurnedAway,
     Failed(io::Error),
     GaveUp,
@@ -251,7 +261,7 @@ async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
         Ok(Err(error)) => return Attempt::Failed(error),
     };
     match service_frame(&mut stream).await {
-        Ok(Some(at)) => Attempt::Service(stream, at),
+        Ok(Some((at, early))) => Attempt::Service(SocketInService { stream, at, early }),
         Ok(None) => Attempt::TurnedAway,
         Err(error) if turned_away(&error) => Attempt::TurnedAway,
         Err(error) => Attempt::Failed(error),
@@ -260,20 +270,19 @@ async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
 
 /// A non-TTS phone's way to a socket: connects from its IP `from` to the C-LAN's signalling
 /// address `to` until a connection is put in service, waiting a [`Backoff`] after each
-/// rejection (counted in `record`, as other failures are): the socket, and when the kernel
-/// received its frame. `None` once `give_up` has passed with no socket: no attempt starts
-/// after it.
+/// rejection (counted in `record`, as other failures are): the socket in service. `None`
+/// once `give_up` has passed with no socket: no attempt starts after it.
 pub(super) async fn connect_until_service(
     from: IpAddr,
     to: SocketAddr,
     give_up: Instant,
     rng: &mut ChaCha8Rng,
     record: &mut Record,
-) -> Option<(TcpStream, Duration)> {
+) -> Option<SocketInService> {
     let mut backoff = Backoff::default();
     while Instant::now() < give_up {
         match attempt(from, to, give_up).await {
-            Attempt::Service(stream, at) => return Some((stream, at)),
+            Attempt::Service(socket) => return Some(socket),
             Attempt::TurnedAway => record.rejected += 1,
             // Named by the C-LAN, not the phone, so that phones' failures add up.
             Attempt::Failed(error) => record.errors.push(format!("connecting to {to}: {error}")),
@@ -292,12 +301,11 @@ pub(super) struct Inbox(UnboundedReceiver<TcpStream>);
 /// A TTS phone's way to a socket: takes the connections made to it until one is put in
 /// service. One that ends first is dropped, and so is one still waiting for its frame when a
 /// newer one comes (the gatekeeper is setting up the newer). Once the acceptor is gone, waits
-/// on what it has (for ever when nothing). Returns the socket and when the kernel received
-/// its frame.
-pub(super) async fn accept_until_service(inbox: &mut Inbox) -> (TcpStream, Duration) {
+/// on what it has (for ever when nothing). Returns the socket in service.
+pub(super) async fn accept_until_service(inbox: &mut Inbox) -> SocketInService {
     /// What happened while waiting for the frame.
     enum Heard {
-        Frame(Duration),
+        Frame(Duration, Vec<u8>),
         Ended,
         Newer(TcpStream),
         AcceptorGone,
@@ -314,7 +322,7 @@ pub(super) async fn accept_until_service(inbox: &mut Inbox) -> (TcpStream, Durat
         };
         let heard = tokio::select! {
             got = service_frame(stream) => match got {
-                Ok(Some(at)) => Heard::Frame(at),
+                Ok(Some((at, early))) => Heard::Frame(at, early),
                 _ => Heard::Ended,
             },
             newer = inbox.0.recv(), if open => match newer {
@@ -323,7 +331,10 @@ pub(super) async fn accept_until_service(inbox: &mut Inbox) -> (TcpStream, Durat
             },
         };
         match heard {
-            Heard::Frame(at) => return (current.take().expect("the stream just read"), at),
+            Heard::Frame(at, early) => {
+                let stream = current.take().expect("the stream just read");
+                return SocketInService { stream, at, early };
+            }
             Heard::Ended => current = None,
             Heard::Newer(newer) => current = Some(newer),
             Heard::AcceptorGone => open = false,
@@ -440,16 +451,44 @@ pub(super) enum Way {
     Accept(Inbox),
 }
 
-/// One registration's socket task: how to stop it, and what it returns.
+/// Why a registration's socket task is stopped; a call still in progress on its socket
+/// ends for that reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The storm ends.
+    StormEnded,
+    /// A gatekeeper-sent URQ ended the registration.
+    Unregistered,
+    /// A new registration names another C-LAN to connect to.
+    Moved,
+}
+
+impl Stop {
+    /// What a call cut off by it is counted as.
+    fn reason(self) -> &'static str {
+        match self {
+            Stop::StormEnded => STORM_ENDED,
+            Stop::Unregistered => "unregistered",
+            Stop::Moved => "socket_lost",
+        }
+    }
+}
+
+/// One registration's socket task: how to stop it, how to reach it, and what it returns.
 struct Running {
-    stop: oneshot::Sender<()>,
+    stop: oneshot::Sender<Stop>,
     task: JoinHandle<(Record, Way, Option<SocketAddr>)>,
     /// The C-LAN signalling address it connects to (non-TTS).
     to: Option<SocketAddr>,
+    /// Calls to place on its socket.
+    dials: UnboundedSender<Dial>,
+    /// The peer of its socket while one is in service.
+    serving: watch::Receiver<Option<SocketAddr>>,
 }
 
 /// One phone's signalling side over the storm: a task per registration that gets the
-/// phone its socket and holds it.
+/// phone its socket, holds it, answers the calls made to the phone on it and places the
+/// phone's own ([`super::call_signalling`]).
 pub(super) struct PhoneSocket {
     own: IpAddr,
     /// The way to a socket while no task runs.
@@ -458,6 +497,8 @@ pub(super) struct PhoneSocket {
     rng: ChaCha8Rng,
     running: Option<Running>,
     record: Record,
+    /// Where the calls the phone placed go when they are over (its life).
+    placed: Option<UnboundedSender<Placed>>,
 }
 
 impl PhoneSocket {
@@ -470,7 +511,41 @@ impl PhoneSocket {
             rng,
             running: None,
             record: Record::default(),
+            placed: None,
         }
+    }
+
+    /// The calls the phone places ([`PhoneSocket::dial`]) go to `placed` when they are over.
+    pub fn reporting_calls_to(mut self, placed: UnboundedSender<Placed>) -> PhoneSocket {
+        self.placed = Some(placed);
+        self
+    }
+
+    /// The peer of the socket in service now, if there is one: a non-TTS phone's C-LAN
+    /// signalling address, a TTS phone's C-LAN IP and the gatekeeper's port.
+    pub fn serving(&self) -> Option<SocketAddr> {
+        let running = self.running.as_ref()?;
+        *running.serving.borrow()
+    }
+
+    /// Whether `address` (an ACF's `destCallSignalAddress`) is the C-LAN holding the socket
+    /// in service: its signalling address for a non-TTS phone (the peer it connected to),
+    /// its IP for a TTS phone (the gatekeeper connects from the C-LAN's IP and any port).
+    pub fn names_its_clan(&self, address: SocketAddr) -> bool {
+        let (Some(running), Some(peer)) = (&self.running, self.serving()) else {
+            return false;
+        };
+        match running.to {
+            Some(_) => address == peer,
+            None => address.ip() == peer.ip(),
+        }
+    }
+
+    /// Places a call on the socket: whether a socket task took it (none runs between
+    /// registrations).
+    pub fn dial(&self, dial: Dial) -> bool {
+        let running = self.running.as_ref();
+        running.is_some_and(|running| running.dials.send(dial).is_ok())
     }
 
     /// A full RCF came at `at` (when the kernel received it, since the UNIX epoch), naming
@@ -488,7 +563,7 @@ impl PhoneSocket {
             if tts || running.to == call_signal_address {
                 return;
             }
-            self.stop().await;
+            self.stop(Stop::Moved).await;
         }
         let Some(way) = self.way.take() else {
             return;
@@ -514,6 +589,8 @@ impl PhoneSocket {
             Way::Connect => super::life::wall_time(),
         };
         let (stop, stopped) = oneshot::channel();
+        let (dials, dialled) = unbounded_channel();
+        let (serving_tx, serving) = watch::channel(None);
         let life = SocketLife {
             own: self.own,
             to,
@@ -522,28 +599,38 @@ impl PhoneSocket {
             gauge: self.gauge.clone(),
             rng: ChaCha8Rng::from_rng(&mut self.rng),
         };
-        let task = tokio::spawn(life.run(way, stopped));
-        self.running = Some(Running { stop, task, to });
+        let ends = CallEnds {
+            dials: dialled,
+            placed: self.placed.clone(),
+        };
+        let task = tokio::spawn(life.run(way, stopped, ends, serving_tx));
+        self.running = Some(Running {
+            stop,
+            task,
+            to,
+            dials,
+            serving,
+        });
     }
 
     /// The registration is gone (a gatekeeper-sent URQ answered): the gatekeeper closes the
     /// socket, and so does the phone.
     pub async fn unregistered(&mut self) {
-        self.stop().await;
+        self.stop(Stop::Unregistered).await;
     }
 
     /// The storm ends: the phone notes the socket it holds, closes it, and says how its
     /// sockets went.
     pub async fn end(mut self) -> Record {
-        let held = self.stop().await;
+        let held = self.stop(Stop::StormEnded).await;
         self.record.held_at_end = held;
         self.record
     }
 
-    /// Stops the running task, if any; the peer of the socket it held in service.
-    async fn stop(&mut self) -> Option<SocketAddr> {
+    /// Stops the running task, if any, for `why`; the peer of the socket it held in service.
+    async fn stop(&mut self, why: Stop) -> Option<SocketAddr> {
         let running = self.running.take()?;
-        let _ = running.stop.send(());
+        let _ = running.stop.send(why);
         let (record, way, held) = running.task.await.ok()?;
         self.record.add(record);
         self.way = Some(way);
@@ -563,27 +650,145 @@ struct SocketLife {
     rng: ChaCha8Rng,
 }
 
+/// A socket task's ends of the phone's calls: the calls to place, and where the calls
+/// placed go when they are over.
+struct CallEnds {
+    dials: UnboundedReceiver<Dial>,
+    placed: Option<UnboundedSender<Placed>>,
+}
+
+impl CallEnds {
+    /// A call placed is over.
+    fn report(&self, placed: Placed) {
+        if let Some(to) = &self.placed {
+            let _ = to.send(placed);
+        }
+    }
+
+    /// Runs `work` until it is done or `stop` comes (its sender gone is the storm's end); a
+    /// call dialled meanwhile fails `not_in_service`: there is no socket for it.
+    async fn without_socket<T>(
+        &mut self,
+        work: impl Future<Output = T>,
+        stop: &mut oneshot::Receiver<Stop>,
+    ) -> Result<T, Stop> {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                done = &mut work => return Ok(done),
+                why = &mut *stop => return Err(why.unwrap_or(Stop::StormEnded)),
+                Some(dial) = self.dials.recv() => {
+                    self.report(Placed::failed(dial.number, "not_in_service"));
+                }
+            }
+        }
+    }
+}
+
+/// Why a socket in service stopped serving.
+enum Lost {
+    /// The gatekeeper closed it (FIN or RST), or it failed.
+    Closed,
+    /// It sent what is not TPKT: the phone closes it.
+    NotTpkt(crate::tpkt::FrameError),
+}
+
+/// Writes what the phone has to write, then reports the calls that are over (so that a
+/// caller's Release Complete leaves before its DRQ).
+async fn flush(stream: &mut TcpStream, out: &mut Out, ends: &CallEnds) -> Result<(), Lost> {
+    let mut written = Ok(());
+    for frame in out.write.drain(..) {
+        if stream.write_all(&frame).await.is_err() {
+            written = Err(Lost::Closed);
+            break;
+        }
+    }
+    out.write.clear();
+    for placed in out.finished.drain(..) {
+        ends.report(placed);
+    }
+    written
+}
+
+/// Serves a socket in service until it is lost: reads its frames (`early` first: what came
+/// with the service frame), answers Setups, places the calls dialled, releases them when
+/// due.
+async fn serve(
+    stream: &mut TcpStream,
+    calls: &mut CallSignalling,
+    early: &[u8],
+    ends: &mut CallEnds,
+) -> Lost {
+    let mut out = Out::default();
+    let mut lost = calls
+        .read(early, super::life::wall_time(), Instant::now(), &mut out)
+        .err()
+        .map(Lost::NotTpkt);
+    let mut buffer = [0u8; 2048];
+    loop {
+        if let Err(closed) = flush(stream, &mut out, ends).await {
+            return lost.unwrap_or(closed);
+        }
+        if let Some(lost) = lost {
+            return lost;
+        }
+        // With no call placed to time, wake once an hour for nothing.
+        let due = calls
+            .next_due()
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        tokio::select! {
+            read = super::stamp::read(stream, &mut buffer) => match read {
+                Ok((0, _)) | Err(_) => lost = Some(Lost::Closed),
+                Ok((n, at)) => {
+                    let read = calls.read(&buffer[..n], at, Instant::now(), &mut out);
+                    lost = read.err().map(Lost::NotTpkt);
+                }
+            },
+            Some(dial) = ends.dials.recv() => {
+                let now = Instant::now();
+                match calls.dial(dial, now, super::life::wall_time()) {
+                    Ok(setup) => out.write.push(setup),
+                    Err(failed) => out.finished.push(failed),
+                }
+            }
+            () = tokio::time::sleep_until(due.into()) => calls.due(Instant::now(), &mut out),
+        }
+    }
+}
+
 impl SocketLife {
-    /// Gets a socket into service, holds it, and gets another when the gatekeeper closes
-    /// it, until `stop` (or its sender's end). Returns what happened, the way back, and the
-    /// peer of the socket in service at the stop.
+    /// Gets a socket into service, serves it, and gets another when the gatekeeper closes
+    /// it, until stopped (or the stop's sender is gone). Returns what happened, the way
+    /// back, and the peer of the socket in service at the stop. `serving` says the peer of
+    /// the socket in service while there is one.
     async fn run(
         mut self,
         mut way: Way,
-        mut stop: oneshot::Receiver<()>,
+        mut stop: oneshot::Receiver<Stop>,
+        mut ends: CallEnds,
+        serving: watch::Sender<Option<SocketAddr>>,
     ) -> (Record, Way, Option<SocketAddr>) {
         let mut record = Record::default();
         let mut measured = false;
         loop {
-            let got = tokio::select! {
-                got = self.obtain(&mut way, &mut record) => got,
-                _ = &mut stop => return (record, way, None),
+            let got = ends
+                .without_socket(self.obtain(&mut way, &mut record), &mut stop)
+                .await;
+            let socket = match got {
+                Ok(Some(socket)) => socket,
+                Ok(None) => {
+                    // Given up: no socket for this registration.
+                    let never = std::future::pending::<()>();
+                    let _ = ends.without_socket(never, &mut stop).await;
+                    return (record, way, None);
+                }
+                Err(_) => return (record, way, None),
             };
-            let Some((mut stream, at)) = got else {
-                // Given up: no socket for this registration.
-                let _ = stop.await;
-                return (record, way, None);
-            };
+            let SocketInService {
+                mut stream,
+                at,
+                early,
+            } = socket;
             if !measured {
                 record.times_to_service.push(at.saturating_sub(self.rcf_at));
                 measured = true;
@@ -591,30 +796,42 @@ impl SocketLife {
             record.last_in_service = Some(at);
             let peer = stream.peer_addr().ok();
             let in_service = self.gauge.hold();
-            tokio::select! {
-                () = until_closed(&mut stream) => {}
-                _ = &mut stop => return (record, way, peer),
-            }
+            serving.send_replace(peer);
+            let mut calls = CallSignalling::default();
+            let lost = tokio::select! {
+                lost = serve(&mut stream, &mut calls, &early, &mut ends) => Ok(lost),
+                why = &mut stop => Err(why.unwrap_or(Stop::StormEnded)),
+            };
+            serving.send_replace(None);
             drop(in_service);
+            let reason = match &lost {
+                Ok(_) => "socket_lost",
+                Err(why) => why.reason(),
+            };
+            for placed in calls.end(reason) {
+                ends.report(placed);
+            }
+            record.heard.add(&calls.heard);
+            match lost {
+                Err(_) => return (record, way, peer),
+                Ok(Lost::Closed) => record.closed_by_gatekeeper += 1,
+                Ok(Lost::NotTpkt(error)) => record
+                    .errors
+                    .push(format!("closed a socket that sent no TPKT ({error})")),
+            }
             drop(stream);
-            record.closed_by_gatekeeper += 1;
             if let Way::Connect = way {
                 let wait = Backoff::default().next(&mut self.rng);
-                tokio::select! {
-                    () = tokio::time::sleep(wait) => {}
-                    _ = &mut stop => return (record, way, None),
+                let waited = ends.without_socket(tokio::time::sleep(wait), &mut stop);
+                if waited.await.is_err() {
+                    return (record, way, None);
                 }
             }
         }
     }
 
-    /// A socket in service, by the phone's way, and when the kernel received its frame;
-    /// `None` when a non-TTS phone gave up.
-    async fn obtain(
-        &mut self,
-        way: &mut Way,
-        record: &mut Record,
-    ) -> Option<(TcpStream, Duration)> {
+    /// A socket in service, by the phone's way; `None` when a non-TTS phone gave up.
+    async fn obtain(&mut self, way: &mut Way, record: &mut Record) -> Option<SocketInService> {
         match (way, self.to) {
             (Way::Accept(inbox), _) => Some(accept_until_service(inbox).await),
             (Way::Connect, Some(to)) => {
@@ -628,7 +845,7 @@ impl SocketLife {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::AsyncReadExt;
 
     /// Bounds every wait of these tests.
     const WAIT: Duration = Duration::from_secs(10);
@@ -661,22 +878,26 @@ mod tests {
     #[test]
     fn the_scan_finds_the_empty_frame_after_frames_with_content_and_across_reads() {
         let mut scan = FrameScan::default();
-        assert!(!scan.feed(&[3, 0, 0, 7, 0xAA, 0xBB]));
-        assert!(
-            !scan.feed(&[0xCC, 3, 0]),
+        assert_eq!(scan.feed(&[3, 0, 0, 7, 0xAA, 0xBB]), None);
+        assert_eq!(
+            scan.feed(&[0xCC, 3, 0]),
+            None,
             "the 7-octet frame, then half a header"
         );
-        assert!(
+        assert_eq!(
             scan.feed(&[0, 4, 9, 9]),
-            "the empty frame, read in two parts"
+            Some(2),
+            "the empty frame, read in two parts; what follows is left"
         );
         let mut scan = FrameScan::default();
-        assert!(
-            !scan.feed(&[3, 0, 0, 5, 3, 0, 0, 4]),
+        assert_eq!(
+            scan.feed(&[3, 0, 0, 5, 3, 0, 0, 4]),
+            None,
             "03 00 00 04 as content"
         );
-        assert!(
+        assert_eq!(
             scan.feed(&[0x42, 3, 0, 0, 4]),
+            Some(5),
             "a stray octet, then the frame"
         );
     }
@@ -918,8 +1139,11 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         tx.send(newer_phone).unwrap();
         newer.write_all(&SERVICE_FRAME).await.unwrap();
-        let (held, _) = tokio::time::timeout(WAIT, waiting).await.unwrap().unwrap();
-        assert_eq!(held.peer_addr().unwrap(), newer.local_addr().unwrap());
+        let held = tokio::time::timeout(WAIT, waiting).await.unwrap().unwrap();
+        assert_eq!(
+            held.stream.peer_addr().unwrap(),
+            newer.local_addr().unwrap()
+        );
         let mut octet = [0u8; 1];
         let dropped = tokio::time::timeout(WAIT, older.read(&mut octet))
             .await

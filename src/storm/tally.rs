@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::calls::CallTally;
 use super::life::Outcome;
 
 /// One process's phones, added up.
@@ -73,6 +74,10 @@ pub struct Tally {
     /// Sockets the phones held in service, one sample a 100-ms slot from
     /// `first_grq_unix_us`.
     pub sockets_in_service_per_100ms: Vec<u64>,
+    /// Routed calls (`--calls-per-s`): how the calls the phones placed went, and what
+    /// their sockets heard of the calls made to them.
+    #[serde(default)]
+    pub routed_calls: CallTally,
 }
 
 fn micros(duration: Duration) -> u64 {
@@ -152,6 +157,8 @@ impl Tally {
                 };
                 *tally.sockets_held.entry(key).or_insert(0) += 1;
             }
+            tally.routed_calls.add(outcome.routed.clone());
+            tally.routed_calls.hear(&sockets.heard);
             tally.connections_rejected += sockets.rejected;
             tally.sockets_closed_by_gatekeeper += sockets.closed_by_gatekeeper;
             for error in &sockets.errors {
@@ -246,6 +253,7 @@ impl Tally {
         self.tts_connections_accepted += other.tts_connections_accepted;
         self.tts_connections_closed += other.tts_connections_closed;
         self.sockets_in_service_per_100ms = in_service;
+        self.routed_calls.add(other.routed_calls);
         self.name_sockets_by_signal_address();
     }
 
@@ -269,7 +277,7 @@ impl Tally {
 }
 
 /// An HDR histogram of microseconds.
-fn histogram_of(values_us: &[u64]) -> hdrhistogram::Histogram<u64> {
+pub(super) fn histogram_of(values_us: &[u64]) -> hdrhistogram::Histogram<u64> {
     let mut histogram = hdrhistogram::Histogram::<u64>::new(3).expect("3 significant digits");
     for &value in values_us {
         let _ = histogram.record(value);

@@ -3,6 +3,7 @@
 pub mod browser;
 pub mod captures;
 pub mod fixtures;
+pub mod lab;
 pub mod messages;
 pub mod rate;
 pub mod server;
