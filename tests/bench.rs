@@ -35,6 +35,8 @@ fn one_run_prints_every_figure_against_its_target() {
         "300",
         "--relay-pairs",
         "4",
+        "--call-phones",
+        "40",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -114,6 +116,16 @@ fn one_run_prints_every_figure_against_its_target() {
         "{stdout}"
     );
 
+    // Routed calls at scale: 20 calls between 40 phones, every one connected.
+    let calls = lines
+        .iter()
+        .find(|l| l.starts_with("calls: "))
+        .unwrap_or_else(|| panic!("no calls line in\n{stdout}"));
+    assert!(
+        calls.contains("40 phones in 2 storm processes, 40 in service; 20 calls asked, 20 placed, 20 connected, 0 failed; at most 20 at once"),
+        "{calls}"
+    );
+
     // Routed calls: both sides of the relay bench made calls, none failed.
     for side in ["forwarder", "rasgk"] {
         let line = lines
@@ -131,7 +143,7 @@ fn one_run_prints_every_figure_against_its_target() {
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 15, "{stdout}");
+    assert_eq!(verdicts.len(), 17, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -143,7 +155,7 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 15 met").as_str()),
+        lines.contains(&format!("targets: {met} of 17 met").as_str()),
         "{stdout}"
     );
 

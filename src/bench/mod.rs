@@ -12,6 +12,8 @@
 //!            without the TTS phones (core only, virtual time)           placement.rs
 //!   plan     `rasgk plan`: 40,000 phones over 24 virtual hours, a C-LAN
 //!            fault every hour, wall time                                plan.rs
+//!   calls    routed calls at scale: 5,000 calls at once between 10,000 phones
+//!            (storm processes), set-ups a second sustained              calls.rs
 //!   relay    routed calls: pairs of phones in a closed loop of calls through
 //!            rasgk and through a minimal frame forwarder: set-ups a
 //!            second, message rate against the forwarder, Setup → Connect
@@ -21,6 +23,7 @@
 //! The block ends with one `ratio WORKLOAD VALUE` line per workload for scripts; `--check`
 //! makes a target not met exit 1.
 
+pub mod calls;
 pub mod ceiling;
 mod forwarder;
 pub mod memory;
@@ -34,6 +37,7 @@ pub mod storm;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
+use calls::Concurrent;
 use ceiling::{Ceiling, CeilingArgs, Workload};
 use placement::Placement;
 use plan::PlanScale;
@@ -75,6 +79,10 @@ pub struct BenchArgs {
     /// every hour (0: no planner figure).
     #[arg(long, value_name = "N", default_value_t = plan::PHONES)]
     pub plan_phones: usize,
+    /// Phones of the routed calls at scale: half of them call the other half through the
+    /// relay, every call up at once (0: no such figure).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub call_phones: usize,
     /// Pairs of phones calling each other through the routed relay, and through a minimal
     /// frame forwarder for comparison, each pair a call at a time (0: no relay figures).
     #[arg(long, value_name = "N", default_value_t = 64)]
@@ -187,6 +195,8 @@ pub struct Figures {
     pub placement: Option<Placement>,
     /// The planner's day.
     pub plan: Option<PlanScale>,
+    /// Routed calls at scale.
+    pub calls: Option<Concurrent>,
     /// Routed calls through the relay against the forwarder.
     pub relay: Option<Relay>,
 }
@@ -359,10 +369,27 @@ impl Figures {
                 met: plan.seconds <= targets::PLAN_S && plan.in_service == plan.phones,
             });
         }
+        if let Some(calls) = &self.calls {
+            verdicts.push(Verdict {
+                name: format!("calls: {} at once, {} phones", calls.calls, calls.phones),
+                figure: format!(
+                    "{} at once, {} connected, {} failed",
+                    calls.peak_active, calls.connected, calls.failed
+                ),
+                target: format!("{} at once, all connected", calls.calls),
+                met: calls.whole(),
+            });
+            verdicts.push(Verdict {
+                name: "calls: set-ups a second sustained".into(),
+                figure: format!("{:.0}", calls.setups_per_s),
+                target: format!(">= {:.0}, all connected", targets::CALL_SETUPS_PER_S),
+                met: calls.setups_per_s >= targets::CALL_SETUPS_PER_S && calls.whole(),
+            });
+        }
         if let Some(relay) = &self.relay {
             let setups = relay.rasgk.calls_per_s();
             verdicts.push(Verdict {
-                name: format!("relay: call set-ups a second, {} pairs", relay.pairs),
+                name: format!("relay: closed-loop calls a second, {} pairs", relay.pairs),
                 figure: format!("{setups:.0}, {} failed", relay.rasgk.failed),
                 target: format!(">= {:.0}, none failed", targets::CALL_SETUPS_PER_S),
                 met: setups >= targets::CALL_SETUPS_PER_S && relay.rasgk.failed == 0,
@@ -471,6 +498,9 @@ impl Figures {
         if let Some(plan) = &self.plan {
             let _ = writeln!(out, "plan: {}", plan.line());
         }
+        if let Some(calls) = &self.calls {
+            let _ = writeln!(out, "calls: {}", calls.line());
+        }
         if let Some(relay) = &self.relay {
             for (name, side) in [("forwarder", &relay.forwarder), ("rasgk", &relay.rasgk)] {
                 let (p50, p99, max) = side.setup_to_connect_ms;
@@ -542,6 +572,13 @@ impl BenchArgs {
                 "--placement-phones {} is over {MAX_PLACEMENT_PHONES} (one address of \
                  127.1.0.0/16 a phone)",
                 self.placement_phones
+            ));
+        }
+        if self.call_phones > calls::MAX_PHONES {
+            return Err(format!(
+                "--call-phones {} is over {} (the room of fixtures/lab/calls-10k.toml)",
+                self.call_phones,
+                calls::MAX_PHONES
             ));
         }
         if self.relay_pairs > relay::MAX_PAIRS {
@@ -645,6 +682,16 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     } else {
         None
     };
+    let calls = if args.call_phones > 0 {
+        eprintln!(
+            "rasgk bench: routed calls at scale, {} phones calling {} others              (fixtures/lab/calls-10k.toml)",
+            args.call_phones / 2,
+            args.call_phones / 2
+        );
+        Some(calls::run(args.call_phones).await?)
+    } else {
+        None
+    };
     let relay = if args.relay_pairs > 0 {
         eprintln!(
             "rasgk bench: routed calls, {} pairs through the relay and a frame forwarder ({:.1} s)",
@@ -663,6 +710,7 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
         sockets,
         placement,
         plan,
+        calls,
         relay,
     })
 }
@@ -738,6 +786,7 @@ mod tests {
             sockets: None,
             placement: Some(placement::measure(200).unwrap()),
             plan: None,
+            calls: None,
             relay: None,
         }
     }
@@ -752,6 +801,7 @@ mod tests {
             socket_phones: 0,
             placement_phones: 200,
             plan_phones: 0,
+            call_phones: 0,
             relay_pairs: 0,
             check: false,
         }
@@ -849,7 +899,7 @@ mod tests {
         assert_eq!(
             missed,
             [
-                "relay: call set-ups a second, 64 pairs",
+                "relay: closed-loop calls a second, 64 pairs",
                 "relay: message rate / forwarder",
                 "relay: Setup → Connect added at p99"
             ]

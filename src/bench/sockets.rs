@@ -237,7 +237,7 @@ async fn run_one(
 
 /// `rasgk serve --config FILE` (this very binary) in a child process, its configuration and
 /// log in files of the system's temporary folder that go with it.
-struct Served {
+pub(super) struct Served {
     child: std::process::Child,
     config: std::path::PathBuf,
     log: std::path::PathBuf,
@@ -250,9 +250,9 @@ impl Served {
     const STOP: std::time::Duration = std::time::Duration::from_secs(5);
 
     /// Starts it with the configuration `text`, and waits until `admin` answers.
-    fn start(text: &str, admin: SocketAddr) -> Result<Served, String> {
+    pub(super) fn start(text: &str, admin: SocketAddr) -> Result<Served, String> {
         let folder = std::env::temp_dir();
-        let stem = format!("rasgk-bench-sockets-{}", std::process::id());
+        let stem = format!("rasgk-bench-serve-{}", std::process::id());
         let config = folder.join(format!("{stem}.toml"));
         let log = folder.join(format!("{stem}.log"));
         std::fs::write(&config, text)
@@ -280,7 +280,7 @@ impl Served {
             if ended.is_some() || started.elapsed() > Served::START {
                 let said = std::fs::read_to_string(&served.log).unwrap_or_default();
                 return Err(format!(
-                    "rasgk serve for the socket storm did not answer on {admin} ({}): {}",
+                    "rasgk serve for the bench did not answer on {admin} ({}): {}",
                     ended.map_or("still starting after 10 s".to_string(), |s| s.to_string()),
                     said.trim()
                 ));
@@ -290,7 +290,7 @@ impl Served {
     }
 
     /// SIGTERM, and waits for it to end (killing it after [`Served::STOP`]).
-    fn stop(mut self) {
+    pub(super) fn stop(mut self) {
         if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
             // SAFETY: kill(2) on our own child's pid, not yet reaped.
             unsafe {

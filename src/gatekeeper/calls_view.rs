@@ -237,6 +237,11 @@ impl Gatekeeper {
             .collect()
     }
 
+    /// Routed calls in progress.
+    pub fn routed_calls_active(&self) -> usize {
+        self.relay.calls.len()
+    }
+
     /// Routed calls in progress with a leg on each C-LAN (a call with both legs on one
     /// C-LAN counted once), in configuration order.
     pub fn routed_calls_per_clan(&self) -> Vec<u32> {

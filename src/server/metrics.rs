@@ -30,6 +30,7 @@ pub(crate) struct Figures {
     limits: Limits,
     sockets: SocketStats,
     calls: CallStats,
+    calls_active: usize,
     declining: usize,
     max_setups_per_clan: u32,
     rebalance: RebalanceView,
@@ -47,6 +48,7 @@ impl Figures {
             sockets: gatekeeper.socket_stats().clone(),
             declining: gatekeeper.declining_phones(),
             calls: gatekeeper.call_stats().clone(),
+            calls_active: gatekeeper.routed_calls_active(),
             max_setups_per_clan: gatekeeper.config().gatekeeper.max_setups_per_clan,
             rebalance: gatekeeper.rebalance(),
         }
@@ -249,6 +251,14 @@ impl Figures {
                 let _ = writeln!(out, "{name}{{reason=\"{}\"}} {value}", reason.name());
             }
         }
+        let name = "rasgk_calls_active";
+        header(
+            out,
+            name,
+            "Routed calls in progress (set up, not yet ended).",
+            "gauge",
+        );
+        let _ = writeln!(out, "{name} {}", self.calls_active);
         let name = "rasgk_call_signal_bad_total";
         header(
             out,
