@@ -6,12 +6,14 @@
 //! - [`scenario`]: the scenario file; `lab`: what of it can only be checked against the
 //!   lab's configuration, checked before the plan runs ([`check`]).
 //! - [`world`]: the core, the network and the connections in virtual time.
-//! - [`phones`]: the simulated phones.
+//! - [`phones`]: the simulated phones; `calls`: their routed calls through the relay
+//!   (`call_signalling = "routed"`).
 //! - [`tally`]: what is recorded while it runs.
 //! - [`report`]: the report, as a table and as JSON.
 //! - [`chart`] and [`page`]: sockets per C-LAN over time as SVG, and a self-contained HTML
 //!   page; [`output`]: what `--report-dir` writes with them.
 
+mod calls;
 pub mod chart;
 mod lab;
 pub mod output;

@@ -6,6 +6,9 @@
 //! at the C-LAN: a non-TTS phone connects after its RCF and, turned away, comes back after
 //! a back-off of 50 ms doubling to 2 s; a TTS phone takes the gatekeeper's connection.
 //!
+//! With routed calls ([`calls`](super::calls)) they call one another through the relay and
+//! answer the Setups that reach them.
+//!
 //! Two things the storm never meets, modelled as Avaya's phones behave
 //! (docs/rules.md §16): a phone that loses its registration without being told (a
 //! keep-alive rejected or unanswered) registers again through the AGL its last RCF gave,
@@ -95,7 +98,7 @@ pub(super) struct SimPhone {
     pub phone: Phone,
     pub group: u16,
     pub tts: bool,
-    extension: u32,
+    pub extension: u32,
     pub arrived: bool,
     pub registered: bool,
     /// The C-LAN's RAS address it is registered at.
@@ -119,7 +122,13 @@ pub(super) struct SimPhone {
     pub in_service: bool,
     /// The event after which it lost service, until it is back.
     lost_after: Option<usize>,
-    call: Option<[u8; 16]>,
+    /// The call it was admitted for and has not disengaged yet.
+    pub call: Option<[u8; 16]>,
+    /// The call reference of its last routed call's Setup.
+    pub crv: u16,
+    /// The event after which it lost a routed call before hanging up, until one of its
+    /// routed calls is answered again.
+    pub cut_after: Option<usize>,
     /// The RCF it learnt from last, unless it learnt from another answer since.
     heard_rcf: Option<HeardRcf>,
 }
@@ -147,6 +156,8 @@ impl SimPhone {
             in_service: false,
             lost_after: None,
             call: None,
+            crv: 0,
+            cut_after: None,
             heard_rcf: None,
         }
     }
@@ -356,13 +367,14 @@ impl World<'_> {
                 self.tally.reject(format!("RRJ {reason}"));
                 self.recover(phone);
             }
-            (Kind::Arq(call), Answer::Acf { .. }) => {
+            (Kind::Arq(call), Answer::Acf { routed, .. }) => {
                 self.tally.calls += 1;
                 let scenario = self.scenario;
                 let p = self.p(phone);
                 p.call = Some(call);
                 let hold = micros(scenario.groups[p.group as usize].call_hold_s);
                 self.arm(phone, PhoneTimer::Call, self.now + hold);
+                self.admitted(phone, call, routed);
             }
             (Kind::Arq(_), Answer::Arj { reason, .. }) => {
                 self.tally.reject(format!("ARJ {reason}"));
@@ -471,6 +483,7 @@ impl World<'_> {
     /// Its registration is gone (a URQ came, or it found out): no socket, no call, no
     /// keep-alives.
     fn unregistered(&mut self, phone: u32) {
+        self.cut(phone, true);
         let p = self.p(phone);
         p.registered = false;
         p.request = None;
@@ -550,6 +563,15 @@ impl World<'_> {
         }
     }
 
+    /// A Setup came first on connection `id` the gatekeeper opened for a call (no service
+    /// frame): the phone takes it as its socket, in service, without a time to service (no
+    /// socket it was set up with).
+    pub(super) fn taken_for_call(&mut self, phone: u32, id: ConnectionId) {
+        let p = self.p(phone);
+        p.rcf_at = None;
+        self.in_service(phone, id);
+    }
+
     /// The phone is out of service now (if it was in service).
     fn service_lost(&mut self, phone: u32) {
         let current = self.current_event;
@@ -572,6 +594,8 @@ impl World<'_> {
         if !matches!(p.socket, Socket::Open(open) | Socket::InService(open) if open == id) {
             return;
         }
+        self.socket_lost_call(phone, id);
+        let p = self.p(phone);
         p.socket = Socket::None;
         self.service_lost(phone);
         let p = self.p(phone);
@@ -598,7 +622,6 @@ impl World<'_> {
 
     /// Time to place a call, or to end the one in progress.
     fn call(&mut self, phone: u32) {
-        let scenario = self.scenario;
         let p = self.p(phone);
         if !p.registered {
             return;
@@ -610,16 +633,20 @@ impl World<'_> {
         let Some(clan) = p.clan else {
             return;
         };
-        match p.call.take() {
+        match p.call {
             Some(call) => {
+                self.hang_up(phone);
+                let p = self.p(phone);
+                p.call = None;
                 if let Some(datagram) = p.phone.drq(call) {
                     self.send(phone, Kind::Drq, clan, datagram);
                 }
             }
             None => {
+                let dial = self.dialled(phone);
+                let p = self.p(phone);
                 let mut call = [0u8; 16];
                 p.rng.fill(&mut call);
-                let dial = format!("{}{}", scenario.groups[p.group as usize].dial, p.extension);
                 if let Some(datagram) = p.phone.arq(&dial, call) {
                     self.send(phone, Kind::Arq(call), clan, datagram);
                 }

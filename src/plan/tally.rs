@@ -1,7 +1,9 @@
 //! What a plan records while it runs: sockets per C-LAN at every sample (kept as change
 //! points, with running peaks and sums), rejects by message and reason, connections the
 //! gatekeeper refused, times to service, and for each event of the timeline the phones that
-//! lost service after it and when each was back.
+//! lost service after it and when each was back. With routed calls also what the phones'
+//! calls through the relay did ([`CallTally`]), routed calls per C-LAN, and for each event
+//! the calls it found in progress, ended, and those placed again.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +27,16 @@ pub struct ClanTrace {
     pub sum: u64,
     /// Samples taken while it was configured.
     pub samples: u64,
+    /// Routed calls: the most in progress with a leg on it in a sample (the core's count).
+    pub peak_calls: u32,
+    /// The most call connections (connections calls need beyond the phones' sockets) in a
+    /// sample.
+    pub peak_call_connections: u32,
+    /// Answered routed calls whose caller's leg was on it, as the caller saw its socket.
+    pub caller_legs: u64,
+    /// Answered routed calls whose callee's leg was on it: the C-LAN of the connection the
+    /// Setup reached the callee on.
+    pub callee_legs: u64,
 }
 
 /// For one event of the timeline.
@@ -38,6 +50,21 @@ pub struct EventTrace {
     pub lost: u64,
     /// For each of them back in service: how long after the event, microseconds.
     pub back_after_us: Vec<u64>,
+    /// Routed calls in progress when it happened (the core's), before it did anything.
+    pub calls_in_progress: u32,
+    /// Of them with a leg on each C-LAN: (trace, calls), those with any.
+    pub calls_on: Vec<(usize, u32)>,
+    /// Routed calls the event itself ended, by the core's reason.
+    pub calls_ended: BTreeMap<String, u64>,
+    /// Calls the callers lost after it (before the next event) before they hung up.
+    pub calls_cut: u64,
+    /// Of the callers that lost a call after it, those whose next routed call was answered.
+    pub called_again: u64,
+    /// Routed calls answered after it (before the next event).
+    pub calls_answered: u64,
+    /// The most routed calls on each C-LAN in a sample after it (before the next event),
+    /// by trace.
+    pub peak_calls: Vec<u32>,
 }
 
 /// Everything recorded.
@@ -69,6 +96,86 @@ pub struct Tally {
     pub calls: u64,
     /// Phones rebalancing moved: when (microseconds) and off which C-LAN.
     pub moves: Vec<(u64, String)>,
+    /// Routed calls.
+    pub routed: CallTally,
+}
+
+/// What the phones' routed calls did (docs/rules.md §16.2), and the core's counts of them.
+#[derive(Debug, Clone, Default)]
+pub struct CallTally {
+    /// Did the gatekeeper relay calls at any time of the plan (`call_signalling =
+    /// "routed"`)?
+    pub relayed: bool,
+    /// Setups the callers sent.
+    pub placed: u64,
+    /// Calls to another phone placed as trunk calls are (ARQ, hold, DRQ, no Setup), by why:
+    /// the caller had no socket in service, or its ACF was not routed.
+    pub as_today: BTreeMap<String, u64>,
+    /// Calls the callers lost before hanging up (a Release Complete of the gatekeeper's,
+    /// their socket closed, their registration gone).
+    pub cut: u64,
+    /// Setup sent to Connect read, as each caller saw it, microseconds.
+    pub setup_to_connect_us: Vec<u64>,
+    /// The core's counts of earlier lives of the gatekeeper (before restarts).
+    pub earlier: RoutedCounts,
+    /// Samples where the core had fewer routed calls on a C-LAN than the calls its phones
+    /// had answered and not yet ended with a leg there (as the phones' connections say).
+    pub below_answered: u64,
+    /// Samples where the core had more routed calls on a C-LAN than the phones' answered
+    /// calls there and every call not settled (placed and not answered, or released and
+    /// the Release Complete not yet arrived) could make.
+    pub above_placed: u64,
+}
+
+/// The core's counters of routed calls that a plan reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoutedCounts {
+    /// Setups that made a call.
+    pub setups: u64,
+    /// Calls the callee answered.
+    pub connected: u64,
+    /// Calls that ended, and Setups that made none, by reason.
+    pub ended: BTreeMap<String, u64>,
+    /// Of those, before the callee answered.
+    pub failed: BTreeMap<String, u64>,
+    /// Call connections accepted or opened.
+    pub call_connections: u64,
+}
+
+impl RoutedCounts {
+    /// The core's counters, as a plan keeps them.
+    pub fn of(stats: &crate::gatekeeper::CallStats) -> RoutedCounts {
+        let named = |map: &BTreeMap<crate::gatekeeper::CallEnd, u64>| {
+            map.iter()
+                .map(|(reason, &count)| (reason.name().to_string(), count))
+                .collect()
+        };
+        RoutedCounts {
+            setups: stats.setups,
+            connected: stats.connected,
+            ended: named(&stats.ended),
+            failed: named(&stats.failed),
+            call_connections: stats.call_connections,
+        }
+    }
+
+    /// These and `other` together.
+    pub fn plus(&self, other: &RoutedCounts) -> RoutedCounts {
+        let add = |a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>| {
+            let mut sum = a.clone();
+            for (reason, count) in b {
+                *sum.entry(reason.clone()).or_default() += count;
+            }
+            sum
+        };
+        RoutedCounts {
+            setups: self.setups + other.setups,
+            connected: self.connected + other.connected,
+            ended: add(&self.ended, &other.ended),
+            failed: add(&self.failed, &other.failed),
+            call_connections: self.call_connections + other.call_connections,
+        }
+    }
 }
 
 impl Tally {
@@ -84,6 +191,32 @@ impl Tally {
             clan.peak = clan.peak.max(value);
             clan.sum += u64::from(value);
             clan.samples += 1;
+        }
+    }
+
+    /// Takes one sample of the routed calls (`calls`) and, when read, call connections
+    /// (`call_connections`) of the running configuration's C-LANs; `event` is the last event
+    /// of the timeline that has happened.
+    pub fn sample_calls(
+        &mut self,
+        index: &[usize],
+        calls: &[u32],
+        call_connections: Option<&[u32]>,
+        event: Option<usize>,
+    ) {
+        for (i, (&trace, &value)) in index.iter().zip(calls).enumerate() {
+            let clan = &mut self.clans[trace];
+            clan.peak_calls = clan.peak_calls.max(value);
+            if let Some(&connections) = call_connections.and_then(|c| c.get(i)) {
+                clan.peak_call_connections = clan.peak_call_connections.max(connections);
+            }
+            if let Some(event) = event {
+                let peaks = &mut self.events[event].peak_calls;
+                if peaks.len() <= trace {
+                    peaks.resize(trace + 1, 0);
+                }
+                peaks[trace] = peaks[trace].max(value);
+            }
         }
     }
 

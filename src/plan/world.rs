@@ -5,7 +5,8 @@
 //! events, and the sampler. One queue of jobs ordered by virtual time, then by the order
 //! they were made, so a run is the same every time.
 //!
-//! How the simulated phones behave is in [`phones`](super::phones).
+//! How the simulated phones behave is in [`phones`](super::phones), their routed calls in
+//! [`calls`](super::calls).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
@@ -16,6 +17,7 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::calls::Calls;
 use super::phones::{SimPhone, Socket};
 use super::scenario::{Event, Scenario, ScenarioError};
 use super::tally::{ClanTrace, EventTrace, Tally};
@@ -74,6 +76,22 @@ pub(super) enum What {
         epoch: u32,
         id: ConnectionId,
         phone: u32,
+    },
+    /// A frame of the gatekeeper's other than the service frame (Q.931 of a routed call)
+    /// reaches the phone.
+    Signal {
+        epoch: u32,
+        id: ConnectionId,
+        phone: u32,
+        framed: bytes::Bytes,
+    },
+    /// A phone's frame reaches the gatekeeper's end of a connection; `releases` is the
+    /// routed call its Release Complete ends.
+    Written {
+        epoch: u32,
+        id: ConnectionId,
+        framed: bytes::Bytes,
+        releases: Option<Box<[u8; 16]>>,
     },
     /// The gatekeeper's timers are due (when this is the time armed last).
     GatekeeperTimer(Micros),
@@ -175,13 +193,15 @@ pub(super) struct World<'s> {
     pub discovery: SocketAddr,
     pub tally: Tally,
     /// The C-LAN traces of the running configuration's C-LANs, in its order.
-    trace_of: Vec<usize>,
+    pub(super) trace_of: Vec<usize>,
     /// The last event of the timeline that has happened.
     pub current_event: Option<usize>,
     /// The gatekeeper's timer job queued soonest.
     gatekeeper_timer: Option<Micros>,
     /// Called with the virtual time now and then, for a progress display.
     progress: Option<Box<dyn FnMut(f64) + 's>>,
+    /// The routed calls the phones placed.
+    pub(super) calls: Calls,
 }
 
 /// Virtual seconds as microseconds.
@@ -238,6 +258,7 @@ impl<'s> World<'s> {
             current_event: None,
             gatekeeper_timer: None,
             progress: None,
+            calls: Calls::default(),
         };
         world.configured();
         let mut delays = vec![
@@ -424,6 +445,22 @@ impl<'s> World<'s> {
                     self.socket_closed(phone, id);
                 }
             }
+            What::Signal {
+                epoch,
+                id,
+                phone,
+                framed,
+            } => {
+                if epoch == self.epoch {
+                    self.signal(phone, id, &framed);
+                }
+            }
+            What::Written {
+                epoch,
+                id,
+                framed,
+                releases,
+            } => self.written(epoch, id, &framed, releases),
             What::GatekeeperTimer(at) => {
                 // Armed again for an earlier time since: that job ran, or will.
                 if self.gatekeeper_timer != Some(at) {
@@ -510,9 +547,10 @@ impl<'s> World<'s> {
         }
         for command in self.gk.take_commands() {
             match command {
-                Command::Connect { id, to, .. } => match self.by_ip.get(&to.ip()) {
+                Command::Connect { id, from, to } => match self.by_ip.get(&to.ip()) {
                     Some(&phone) => {
                         self.connections.insert(id, phone);
+                        self.calls.opened(id, from);
                         let epoch = self.epoch;
                         self.at(
                             self.now + 2 * self.latency,
@@ -537,13 +575,23 @@ impl<'s> World<'s> {
                 },
                 Command::Send { id, payload } => {
                     if let Some(&phone) = self.connections.get(&id) {
+                        let epoch = self.epoch;
                         if payload.as_ref() == SERVICE_FRAME {
-                            let epoch = self.epoch;
                             self.at(at, What::Frame { epoch, id, phone });
+                        } else {
+                            let framed = payload;
+                            let signal = What::Signal {
+                                epoch,
+                                id,
+                                phone,
+                                framed,
+                            };
+                            self.at(at, signal);
                         }
                     }
                 }
                 Command::Close { id, .. } => {
+                    self.calls.closed(id);
                     if let Some(phone) = self.connections.remove(&id) {
                         let epoch = self.epoch;
                         self.at(at, What::Closed { epoch, id, phone });
@@ -600,6 +648,7 @@ impl<'s> World<'s> {
         match self.gk.accept(now, local, from) {
             Ok(id) => {
                 self.connections.insert(id, phone);
+                self.calls.accepted(id, local);
                 self.phones[phone as usize].socket = Socket::Open(id);
                 self.after_gatekeeper(Vec::new());
             }
@@ -615,6 +664,12 @@ impl<'s> World<'s> {
         let at = seconds(self.now);
         let established = self.gk.clan_sockets().map(|(_, established)| established);
         self.tally.sample(at, &self.trace_of, established);
+        self.sample_calls();
+    }
+
+    /// Is connection `id` one of the gatekeeper's (this life's)?
+    pub(super) fn has_connection(&self, id: ConnectionId) -> bool {
+        self.connections.contains_key(&id)
     }
 
     /// The running configuration changed (start, reload): C-LAN traces for new C-LANs,
@@ -646,10 +701,20 @@ impl<'s> World<'s> {
         }
         self.trace_of = index;
         self.locals = self.gk.local_addresses().into_iter().collect();
+        let signal = self.config.clans.iter().map(|clan| clan.signal_address());
+        self.calls.configured(signal, &self.trace_of);
+        self.tally.routed.relayed |= self.gk.routed();
     }
 
     /// An event of the timeline happens.
     fn event(&mut self, index: usize) {
+        let calls_before = self.calls_before_event(index);
+        self.act(index);
+        self.calls_after_event(index, calls_before);
+    }
+
+    /// What event `index` does.
+    fn act(&mut self, index: usize) {
         self.current_event = Some(index);
         let now = self.instant();
         let event = self.scenario.events[index].event.clone();
@@ -699,6 +764,9 @@ impl<'s> World<'s> {
                 .or_default() += count;
         }
         self.note_moves();
+        let counts = self.routed_counts();
+        self.tally.routed.earlier = counts;
+        self.calls.restarted();
         self.gk = Gatekeeper::new(self.config.clone()).expect("it started on this configuration");
         self.gk.set_events_watched(self.config.rebalance.is_some());
         self.epoch += 1;
