@@ -2,14 +2,15 @@
 //! phones served at home and spilled to (or taken from) other regions; rejects by message
 //! and reason; per event the phones that lost service and how long until half, 99 % and
 //! all of them were back; the imbalance within each region's priority classes; times to
-//! service. As a table and as JSON (the same inputs give the same octets).
+//! service; with routed calls, what they did ([`RoutedLine`]) and what each event did to
+//! them ([`EventCalls`]). As a table and as JSON (the same inputs give the same octets).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::tally::Tally;
+use super::tally::{EventTrace, Tally};
 use super::world::World;
 
 /// The whole report of one plan.
@@ -53,6 +54,93 @@ pub struct Report {
     pub traffic: Traffic,
     /// What rebalancing did (`None`: off at the end of the plan).
     pub rebalance: Option<RebalanceLine>,
+    /// Routed calls (left out when the gatekeeper never relayed calls in the plan).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routed: Option<RoutedLine>,
+}
+
+/// What the phones' routed calls did (docs/rules.md §16.2): the phones' counts, the core's
+/// (over every life of the gatekeeper), and per C-LAN.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoutedLine {
+    /// Setups the callers sent.
+    pub placed: u64,
+    /// Calls to another phone placed as trunk calls are (no Setup), by why.
+    pub placed_as_trunk_calls: BTreeMap<String, u64>,
+    /// The core: Setups that made a call.
+    pub setups: u64,
+    /// The core: calls the callee answered.
+    pub connected: u64,
+    /// The core: calls that ended, and Setups that made none, by reason.
+    pub ended: BTreeMap<String, u64>,
+    /// The core: of those, before the callee answered.
+    pub failed: BTreeMap<String, u64>,
+    /// Calls the callers lost before hanging up.
+    pub cut: u64,
+    /// The core: call connections accepted or opened.
+    pub call_connections: u64,
+    /// Setup sent to Connect read, as the callers saw it.
+    pub setup_to_connect: Latency,
+    /// Every C-LAN, in the order of [`Report::clans`].
+    pub clans: Vec<RoutedClanLine>,
+}
+
+/// One C-LAN's routed calls.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoutedClanLine {
+    /// Its name.
+    pub name: String,
+    /// The most calls in progress with a leg on it in a sample.
+    pub peak_calls: u32,
+    /// Calls with a leg on it at the end.
+    pub final_calls: u32,
+    /// The most call connections on it in a sample.
+    pub peak_call_connections: u32,
+    /// Answered calls with the caller's leg on it.
+    pub caller_legs: u64,
+    /// Answered calls with the callee's leg on it.
+    pub callee_legs: u64,
+}
+
+/// What one event did to routed calls.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventCalls {
+    /// Calls in progress when it happened.
+    pub in_progress: u32,
+    /// Of them with a leg on each C-LAN (those with any).
+    pub on: BTreeMap<String, u32>,
+    /// Calls the event itself ended, by the core's reason.
+    pub ended: BTreeMap<String, u64>,
+    /// Calls the callers lost after it (before the next event) before hanging up.
+    pub cut: u64,
+    /// Of the callers that lost one, those whose next routed call was answered.
+    pub called_again: u64,
+    /// Calls answered after it (before the next event).
+    pub answered: u64,
+    /// The most calls on each C-LAN in a sample after it (before the next event), those
+    /// with any.
+    pub peak: BTreeMap<String, u32>,
+}
+
+impl EventCalls {
+    fn of(trace: &EventTrace, names: &[String]) -> EventCalls {
+        let name = |t: usize| names.get(t).cloned().unwrap_or_default();
+        EventCalls {
+            in_progress: trace.calls_in_progress,
+            on: trace.calls_on.iter().map(|&(t, n)| (name(t), n)).collect(),
+            ended: trace.calls_ended.clone(),
+            cut: trace.calls_cut,
+            called_again: trace.called_again,
+            answered: trace.calls_answered,
+            peak: trace
+                .peak_calls
+                .iter()
+                .enumerate()
+                .filter(|&(_, &n)| n > 0)
+                .map(|(t, &n)| (name(t), n))
+                .collect(),
+        }
+    }
 }
 
 /// Rebalancing's moves.
@@ -173,6 +261,9 @@ pub struct EventLine {
     pub all_back_s: Option<f64>,
     /// Of them still without service at the end.
     pub still_without: u64,
+    /// What it did to routed calls (left out without them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<EventCalls>,
 }
 
 /// Times to service, milliseconds.
@@ -278,6 +369,8 @@ impl Report {
         };
         let regions = regions(world);
         let imbalance = imbalance(world);
+        let relayed = tally.routed.relayed;
+        let names: Vec<String> = tally.clans.iter().map(|c| c.name.clone()).collect();
         let events = tally
             .events
             .iter()
@@ -299,6 +392,7 @@ impl Report {
                     most_back_s: when(0.99),
                     all_back_s: when(1.0),
                     still_without: trace.lost - back.len() as u64,
+                    calls: relayed.then(|| EventCalls::of(trace, &names)),
                 }
             })
             .collect();
@@ -338,6 +432,7 @@ impl Report {
                 .rebalance
                 .as_ref()
                 .map(|settings| RebalanceLine::of(settings, &tally.moves)),
+            routed: relayed.then(|| routed(world)),
         }
     }
 
@@ -435,6 +530,9 @@ impl Report {
         let _ = writeln!(out, "\ntime to service (RCF to socket in service)");
         let _ = writeln!(out, "  {}", line("TTS", &t.tts));
         let _ = writeln!(out, "  {}", line("non-TTS", &t.non_tts));
+        if let Some(routed) = &self.routed {
+            routed.table(&mut out, &self.events);
+        }
         let _ = writeln!(out, "\nrejects: {}", counts(&self.rejects));
         let _ = writeln!(
             out,
@@ -466,6 +564,79 @@ impl Report {
     }
 }
 
+impl RoutedLine {
+    /// Its part of the text report, with what `events` did to the calls.
+    fn table(&self, out: &mut String, events: &[EventLine]) {
+        let s = &self.setup_to_connect;
+        let _ = writeln!(
+            out,
+            "\nrouted calls: {} placed, {} set up, {} connected, {} cut; placed as trunk \
+             calls: {}\n  ended: {}\n  failed: {}\n  Setup to Connect: {} calls  p50 {:.1}  \
+             p90 {:.1}  p99 {:.1}  max {:.1} ms; {} call connections",
+            self.placed,
+            self.setups,
+            self.connected,
+            self.cut,
+            counts(&self.placed_as_trunk_calls),
+            counts(&self.ended),
+            counts(&self.failed),
+            s.count,
+            s.p50_ms,
+            s.p90_ms,
+            s.p99_ms,
+            s.max_ms,
+            self.call_connections
+        );
+        let _ = writeln!(
+            out,
+            "\nC-LAN            peak calls  final  peak call conns  caller legs  callee legs"
+        );
+        for c in &self.clans {
+            let _ = writeln!(
+                out,
+                "{:<16} {:>10} {:>6} {:>16} {:>12} {:>12}",
+                c.name,
+                c.peak_calls,
+                c.final_calls,
+                c.peak_call_connections,
+                c.caller_legs,
+                c.callee_legs
+            );
+        }
+        if events.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "\nevent                              at s  calls  ended by it               cut  \
+             again  answered after  peak calls after"
+        );
+        for e in events {
+            let Some(c) = &e.calls else {
+                continue;
+            };
+            let peak = c
+                .peak
+                .iter()
+                .map(|(name, n)| format!("{name} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let _ = writeln!(
+                out,
+                "{:<32} {:>7} {:>6}  {:<24} {:>4} {:>6} {:>15}  {}",
+                e.event,
+                e.at_s,
+                c.in_progress,
+                counts(&c.ended),
+                c.cut,
+                c.called_again,
+                c.answered,
+                if peak.is_empty() { "-" } else { &peak }
+            );
+        }
+    }
+}
+
 fn pairs(map: &BTreeMap<u16, usize>) -> String {
     if map.is_empty() {
         return "-".to_string();
@@ -485,6 +656,43 @@ pub(super) fn counts(map: &BTreeMap<String, u64>) -> String {
         .map(|(k, v)| format!("{k} {v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The routed calls' line of a plan whose gatekeeper relayed calls.
+fn routed(world: &World<'_>) -> RoutedLine {
+    let tally = &world.tally;
+    let counts = world.routed_counts();
+    let now: BTreeMap<&str, u32> = world
+        .gk
+        .config()
+        .clans
+        .iter()
+        .map(|c| c.name.as_str())
+        .zip(world.gk.routed_calls_per_clan())
+        .collect();
+    RoutedLine {
+        placed: tally.routed.placed,
+        placed_as_trunk_calls: tally.routed.as_today.clone(),
+        setups: counts.setups,
+        connected: counts.connected,
+        ended: counts.ended,
+        failed: counts.failed,
+        cut: tally.routed.cut,
+        call_connections: counts.call_connections,
+        setup_to_connect: Latency::of(&tally.routed.setup_to_connect_us),
+        clans: tally
+            .clans
+            .iter()
+            .map(|c| RoutedClanLine {
+                name: c.name.clone(),
+                peak_calls: c.peak_calls,
+                final_calls: now.get(c.name.as_str()).copied().unwrap_or(0),
+                peak_call_connections: c.peak_call_connections,
+                caller_legs: c.caller_legs,
+                callee_legs: c.callee_legs,
+            })
+            .collect(),
+    }
 }
 
 /// Where each home region's registered phones hold their sockets.
