@@ -15,6 +15,11 @@ fn lab() -> config::Config {
     config::load(Path::new("fixtures/plan/lab.toml")).expect("the lab reads")
 }
 
+/// The lab whose gatekeeper relays the phones' calls.
+fn routed_lab() -> config::Config {
+    config::load(Path::new("fixtures/plan/routed-lab.toml")).expect("the routed lab reads")
+}
+
 fn planned(name: &str, config: config::Config) -> Planned {
     plan::plan(&scenario(name), config, "lab", |_| {}).expect("the plan runs")
 }
@@ -62,6 +67,10 @@ fn the_same_inputs_give_byte_identical_json_run_after_run() {
     for (scenario, config) in [
         ("fixtures/plan/restart.toml", Some("fixtures/plan/lab.toml")),
         ("fixtures/plan/clan-failure.toml", None),
+        (
+            "fixtures/plan/routed-clan-failure.toml",
+            Some("fixtures/plan/routed-lab.toml"),
+        ),
     ] {
         let first = run(scenario, config);
         let second = run(scenario, config);
@@ -69,6 +78,9 @@ fn the_same_inputs_give_byte_identical_json_run_after_run() {
         assert!(first == second, "{scenario}: two runs differ");
         let report: serde_json::Value = serde_json::from_slice(&first).expect("valid JSON");
         assert!(report["clans"].as_array().is_some_and(|c| !c.is_empty()));
+        // Routed calls are reported when the lab relays them, and only then.
+        let routed = config.is_some_and(|c| c.contains("routed"));
+        assert_eq!(report["routed"].is_object(), routed, "{scenario}");
     }
 }
 
@@ -269,4 +281,105 @@ fn with_rebalancing_the_returned_clan_fills_to_within_tolerance_at_the_configure
         .moves_from
         .keys()
         .all(|name| name.starts_with("clan-1")));
+}
+
+/// The routed calls of a report, with its table when it has none.
+fn routed(report: &Report) -> &plan::report::RoutedLine {
+    report
+        .routed
+        .as_ref()
+        .unwrap_or_else(|| panic!("no routed calls in {}", report.table()))
+}
+
+#[test]
+fn routed_calls_all_connect_with_each_leg_counted_on_its_sockets_clan() {
+    let planned = planned("routed.toml", routed_lab());
+    let report = &planned.report;
+    whole(report);
+    let calls = routed(report);
+    let table = report.table();
+    assert!(calls.placed > 2000, "{table}");
+    // Every Setup made a call, every call was answered and ended by its caller.
+    assert_eq!(calls.setups, calls.placed, "{table}");
+    assert_eq!(calls.connected, calls.placed, "{table}");
+    assert!(calls.failed.is_empty(), "{table}");
+    assert_eq!(calls.cut, 0, "{table}");
+    assert!(calls.placed_as_trunk_calls.is_empty(), "{table}");
+    assert_eq!(
+        calls.ended.keys().collect::<Vec<_>>(),
+        ["caller_released"],
+        "{table}"
+    );
+    // Calls in progress at the end are the ones not ended.
+    let in_progress: u64 = calls.connected - calls.ended["caller_released"];
+    assert!(in_progress > 0, "{table}");
+    // The callee answers at once: Setup to the core, to the callee, its Connect to the
+    // core, to the caller, one latency (1 ms) each.
+    assert_eq!(calls.setup_to_connect.count as u64, calls.placed, "{table}");
+    assert_eq!(calls.setup_to_connect.p50_ms, 4.0, "{table}");
+    assert_eq!(calls.setup_to_connect.max_ms, 4.0, "{table}");
+    // Each answered call has one caller leg and one callee leg, on the C-LANs of the two
+    // phones' sockets; every C-LAN carries both kinds (hq phones call branch phones and
+    // the reverse, and the spilled ones hold sockets in the next region).
+    let caller_legs: u64 = calls.clans.iter().map(|c| c.caller_legs).sum();
+    let callee_legs: u64 = calls.clans.iter().map(|c| c.callee_legs).sum();
+    assert_eq!((caller_legs, callee_legs), (calls.placed, calls.placed));
+    for c in &calls.clans {
+        assert!(c.caller_legs > 0 && c.callee_legs > 0, "{table}");
+        assert!(c.peak_calls > 0 && u64::from(c.peak_calls) <= calls.placed);
+        assert_eq!(
+            c.peak_call_connections, 0,
+            "no connection beyond the sockets"
+        );
+    }
+    // At every sample the core's calls on each C-LAN were at least the answered calls
+    // with a leg on its sockets (so a callee leg is counted on the callee's socket's
+    // C-LAN), and no more than those and the calls not yet settled allow.
+    let checks = &planned.tally.routed;
+    assert_eq!(checks.below_answered, 0, "{table}");
+    assert_eq!(checks.above_placed, 0, "{table}");
+    let final_calls: u64 = calls.clans.iter().map(|c| u64::from(c.final_calls)).sum();
+    assert!(final_calls >= in_progress && final_calls <= 2 * in_progress);
+}
+
+#[test]
+fn a_clan_failure_ends_the_calls_with_a_leg_there_and_they_are_placed_again_elsewhere() {
+    let planned = planned("routed-clan-failure.toml", routed_lab());
+    let report = &planned.report;
+    whole(report);
+    let table = report.table();
+    let calls = routed(report);
+    let failure = &report.events[0];
+    assert_eq!(failure.event, "clan-1a out of service");
+    let at_failure = failure.calls.as_ref().expect("calls at the failure");
+    // Exactly the calls with a leg on clan-1a ended, for that reason, and their callers
+    // lost them.
+    let on_clan = at_failure.on.get("clan-1a").copied().unwrap_or(0);
+    assert!(on_clan > 20, "{table}");
+    assert!(at_failure.in_progress > on_clan, "{table}");
+    let ended = u64::from(on_clan);
+    assert_eq!(
+        at_failure.ended,
+        [("clan_out_of_service".to_string(), ended)].into(),
+        "{table}"
+    );
+    assert_eq!(calls.ended.get("clan_out_of_service"), Some(&ended));
+    assert_eq!(at_failure.cut, ended, "{table}");
+    assert_eq!(calls.cut, ended, "{table}");
+    // While it is out of service no call has a leg there; calls go on being answered, and
+    // most callers that lost one were answered again.
+    assert!(!at_failure.peak.contains_key("clan-1a"), "{table}");
+    assert!(at_failure.answered > 500, "{table}");
+    assert!(at_failure.called_again * 2 > at_failure.cut, "{table}");
+    // Nothing failed to connect; a call cut after its answer is not a failure.
+    assert_eq!(calls.connected, calls.placed, "{table}");
+    assert!(calls.failed.is_empty(), "{table}");
+    // Back in service, it takes no phone back (no rebalancing), so no call either.
+    let back = report.events[1]
+        .calls
+        .as_ref()
+        .expect("calls at the return");
+    assert!(!back.peak.contains_key("clan-1a"), "{table}");
+    assert_eq!(back.cut, 0, "{table}");
+    assert_eq!(planned.tally.routed.above_placed, 0, "{table}");
 }
