@@ -383,3 +383,36 @@ fn a_clan_failure_ends_the_calls_with_a_leg_there_and_they_are_placed_again_else
     assert_eq!(back.cut, 0, "{table}");
     assert_eq!(planned.tally.routed.above_placed, 0, "{table}");
 }
+
+#[test]
+fn a_callee_without_a_socket_yet_is_reached_on_a_connection_from_its_clan() {
+    // 400 phones at once calling every second or so: many a call finds its callee
+    // registered and still waiting for its socket (or being turned away busy).
+    let text = "duration_s = 120\nseed = 3\n\
+                [[group]]\ncount = 400\nregion = 1\ntts_share = 0.3\n\
+                calls_per_hour = 3600\ncall_hold_s = 5\n";
+    let scenario = Scenario::from_toml(text, "burst.toml", Path::new(".")).unwrap();
+    let planned = plan::plan(&scenario, routed_lab(), "routed-lab", |_| {}).unwrap();
+    let report = &planned.report;
+    whole(report);
+    let table = report.table();
+    let calls = routed(report);
+    // The gatekeeper opened connections to callees for their calls (Setup first, no
+    // service frame); the phones took them as their sockets and answered.
+    assert!(calls.call_connections > 0, "{table}");
+    assert!(calls.setup_to_connect.max_ms > 20.0, "{table}");
+    assert_eq!(calls.setup_to_connect.p50_ms, 4.0, "{table}");
+    assert_eq!(calls.connected, calls.placed, "{table}");
+    assert!(calls.failed.is_empty(), "{table}");
+    // Callers that called before their own socket was in service placed trunk calls.
+    assert!(
+        calls.placed_as_trunk_calls["no socket in service"] > 0,
+        "{table}"
+    );
+    let checks = &planned.tally.routed;
+    assert_eq!(
+        (checks.below_answered, checks.above_placed),
+        (0, 0),
+        "{table}"
+    );
+}

@@ -1,13 +1,13 @@
 //! What `rasgk plan --report-dir DIR` writes: `report.json` (what `--json` prints),
-//! `report.html` (self-contained: the report's tables and a chart of sockets per C-LAN over
-//! time with the events marked, A and B side by side with `--compare`) and the same charts
+//! `report.html` (self-contained: the report's tables, routed calls' among them, and a chart
+//! of sockets per C-LAN over time with the events marked, A and B side by side with `--compare`) and the same charts
 //! as standalone SVG files (`sockets.svg`, or `sockets-a.svg` and `sockets-b.svg`).
 
 use std::path::{Path, PathBuf};
 
 use super::chart::{self, Chart, Marker, Series};
 use super::page::{self, Section};
-use super::report::{counts, Report};
+use super::report::{counts, Report, RoutedLine};
 use super::Planned;
 
 /// Writes the directory's files; the paths written.
@@ -248,6 +248,9 @@ fn tables(report: &Report) -> Vec<Section<'static>> {
             })
             .collect(),
     });
+    if let Some(routed) = &report.routed {
+        sections.extend(routed_tables(routed, report));
+    }
     if let Some(r) = &report.rebalance {
         sections.push(Section::Text(format!(
             "Rebalancing (tolerance {}, at most {} moves a second): {} moves, at most {} in \
@@ -260,5 +263,89 @@ fn tables(report: &Report) -> Vec<Section<'static>> {
         counts(&report.rejects),
         counts(&report.connections_refused)
     )));
+    sections
+}
+
+/// The routed calls' tables: the counts, per C-LAN, and what each event did to them.
+fn routed_tables(routed: &RoutedLine, report: &Report) -> Vec<Section<'static>> {
+    let strings = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    let l = &routed.setup_to_connect;
+    let mut sections = vec![Section::Text(format!(
+        "Routed calls: {} placed, {} set up, {} connected, {} cut (lost before their hold ended); placed as \
+         trunk calls: {}. Ended: {}. Failed before the answer: {}. Setup to Connect (as the \
+         callers saw it) p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.1} ms. Call connections: {}.",
+        routed.placed,
+        routed.setups,
+        routed.connected,
+        routed.cut,
+        counts(&routed.placed_as_trunk_calls),
+        counts(&routed.ended),
+        counts(&routed.failed),
+        l.p50_ms,
+        l.p90_ms,
+        l.p99_ms,
+        l.max_ms,
+        routed.call_connections
+    ))];
+    sections.push(Section::Table {
+        caption: "Routed calls per C-LAN".into(),
+        header: strings(&[
+            "C-LAN",
+            "peak calls",
+            "final",
+            "peak call connections",
+            "caller legs",
+            "callee legs",
+        ]),
+        rows: routed
+            .clans
+            .iter()
+            .map(|c| {
+                vec![
+                    c.name.clone(),
+                    c.peak_calls.to_string(),
+                    c.final_calls.to_string(),
+                    c.peak_call_connections.to_string(),
+                    c.caller_legs.to_string(),
+                    c.callee_legs.to_string(),
+                ]
+            })
+            .collect(),
+    });
+    let rows: Vec<Vec<String>> = report
+        .events
+        .iter()
+        .filter_map(|e| {
+            let c = e.calls.as_ref()?;
+            Some(vec![
+                e.event.clone(),
+                e.at_s.to_string(),
+                c.in_progress.to_string(),
+                counts(&c.ended),
+                c.cut.to_string(),
+                c.called_again.to_string(),
+                c.answered.to_string(),
+                c.peak_text(),
+            ])
+        })
+        .collect();
+    if !rows.is_empty() {
+        sections.push(Section::Table {
+            caption: "Events: routed calls in progress, ended by the event, cut after it and \
+                      placed again"
+                .into(),
+            header: strings(&[
+                "event",
+                "at s",
+                "in progress",
+                "ended by it",
+                "cut",
+                "answered again",
+                "answered after",
+                "peak calls after",
+            ]),
+            rows,
+        });
+    }
     sections
 }

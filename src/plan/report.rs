@@ -123,6 +123,18 @@ pub struct EventCalls {
 }
 
 impl EventCalls {
+    /// `C-LAN calls, …` of its peaks, or `-`.
+    pub(super) fn peak_text(&self) -> String {
+        if self.peak.is_empty() {
+            return "-".to_string();
+        }
+        self.peak
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     fn of(trace: &EventTrace, names: &[String]) -> EventCalls {
         let name = |t: usize| names.get(t).cloned().unwrap_or_default();
         EventCalls {
@@ -615,12 +627,6 @@ impl RoutedLine {
             let Some(c) = &e.calls else {
                 continue;
             };
-            let peak = c
-                .peak
-                .iter()
-                .map(|(name, n)| format!("{name} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ");
             let _ = writeln!(
                 out,
                 "{:<32} {:>7} {:>6}  {:<24} {:>4} {:>6} {:>15}  {}",
@@ -631,7 +637,7 @@ impl RoutedLine {
                 c.cut,
                 c.called_again,
                 c.answered,
-                if peak.is_empty() { "-" } else { &peak }
+                c.peak_text()
             );
         }
     }

@@ -120,6 +120,8 @@ pub struct CallTally {
     pub earlier: RoutedCounts,
     /// Samples where the core had fewer routed calls on a C-LAN than the calls its phones
     /// had answered and not yet ended with a leg there (as the phones' connections say).
+    /// None without events; an event that ends calls may leave a few, while the Release
+    /// Completes are on their way to the callers.
     pub below_answered: u64,
     /// Samples where the core had more routed calls on a C-LAN than the phones' answered
     /// calls there and every call not settled (placed and not answered, or released and

@@ -22,7 +22,7 @@ use super::phones::{SimPhone, Socket};
 use super::scenario::{Event, Scenario, ScenarioError};
 use super::tally::{ClanTrace, EventTrace, Tally};
 use crate::config::{Config, SocketMode};
-use crate::gatekeeper::{Command, ConnectionId, Gatekeeper, Transmit};
+use crate::gatekeeper::{Closing, Command, ConnectionId, Gatekeeper, Transmit};
 use crate::phone::Phone;
 
 /// The hasher of the world's tables: looked up at every datagram, and never iterated in an
@@ -425,6 +425,13 @@ impl<'s> World<'s> {
                     let now = self.instant();
                     if ok {
                         if let Some(&phone) = self.connections.get(&id) {
+                            if let Socket::Open(own) = self.phones[phone as usize].socket {
+                                // Its own connection, accepted while the gatekeeper's for a
+                                // routed call was on its way: it keeps one, and closes that.
+                                self.connections.remove(&own);
+                                self.calls.closed(own);
+                                self.gk.closed(now, own, Closing::Fin);
+                            }
                             self.phones[phone as usize].socket = Socket::Open(id);
                         }
                         self.gk.connected(now, id);
