@@ -530,3 +530,20 @@ impl World<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::callee_of;
+
+    #[test]
+    fn every_phone_is_called_by_exactly_one_the_half_population_before_it() {
+        assert_eq!((callee_of(0, 1200), callee_of(600, 1200)), (600, 0));
+        assert_eq!((callee_of(0, 5), callee_of(4, 5)), (2, 1));
+        assert_eq!(callee_of(0, 1), 0, "a lone phone calls itself");
+        for phones in [1u32, 2, 5, 1200] {
+            let mut called: Vec<u32> = (0..phones).map(|p| callee_of(p, phones)).collect();
+            called.sort_unstable();
+            assert_eq!(called, (0..phones).collect::<Vec<_>>(), "{phones} phones");
+        }
+    }
+}
