@@ -269,23 +269,9 @@ fn tables(report: &Report) -> Vec<Section<'static>> {
 /// The routed calls' tables: the counts, per C-LAN, and what each event did to them.
 fn routed_tables(routed: &RoutedLine, report: &Report) -> Vec<Section<'static>> {
     let strings = |cells: &[&str]| cells.iter().map(|c| c.to_string()).collect::<Vec<_>>();
-    let l = &routed.setup_to_connect;
     let mut sections = vec![Section::Text(format!(
-        "Routed calls: {} placed, {} set up, {} connected, {} cut (lost before their hold ended); placed as \
-         trunk calls: {}. Ended: {}. Failed before the answer: {}. Setup to Connect (as the \
-         callers saw it) p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.1} ms. Call connections: {}.",
-        routed.placed,
-        routed.setups,
-        routed.connected,
-        routed.cut,
-        counts(&routed.placed_as_trunk_calls),
-        counts(&routed.ended),
-        counts(&routed.failed),
-        l.p50_ms,
-        l.p90_ms,
-        l.p99_ms,
-        l.max_ms,
-        routed.call_connections
+        "Routed calls: {}.",
+        routed.summary()
     ))];
     sections.push(Section::Table {
         caption: "Routed calls per C-LAN".into(),

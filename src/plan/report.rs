@@ -577,14 +577,15 @@ impl Report {
 }
 
 impl RoutedLine {
-    /// Its part of the text report, with what `events` did to the calls.
-    fn table(&self, out: &mut String, events: &[EventLine]) {
+    /// Its counts in a paragraph: placed, set up, connected, cut, as trunk calls, endings,
+    /// failures, Setup to Connect and call connections.
+    pub(super) fn summary(&self) -> String {
         let s = &self.setup_to_connect;
-        let _ = writeln!(
-            out,
-            "\nrouted calls: {} placed, {} set up, {} connected, {} cut; placed as trunk \
-             calls: {}\n  ended: {}\n  failed: {}\n  Setup to Connect: {} calls  p50 {:.1}  \
-             p90 {:.1}  p99 {:.1}  max {:.1} ms; {} call connections",
+        format!(
+            "{} placed, {} set up, {} connected, {} cut (lost before their hold ended); \
+             placed as trunk calls: {}; ended: {}; failed before the answer: {}; Setup to \
+             Connect ({} calls, as the callers saw it) p50 {:.1}, p90 {:.1}, p99 {:.1}, max \
+             {:.1} ms; {} call connections",
             self.placed,
             self.setups,
             self.connected,
@@ -598,7 +599,12 @@ impl RoutedLine {
             s.p99_ms,
             s.max_ms,
             self.call_connections
-        );
+        )
+    }
+
+    /// Its part of the text report, with what `events` did to the calls.
+    fn table(&self, out: &mut String, events: &[EventLine]) {
+        let _ = writeln!(out, "\nrouted calls: {}", self.summary());
         let _ = writeln!(
             out,
             "\nC-LAN            peak calls  final  peak call conns  caller legs  callee legs"
