@@ -311,7 +311,7 @@ fn routed_tables(routed: &RoutedLine, report: &Report) -> Vec<Section<'static>> 
                 c.cut.to_string(),
                 c.called_again.to_string(),
                 c.answered.to_string(),
-                c.peak_text(),
+                c.peak_text(usize::MAX),
             ])
         })
         .collect();

@@ -123,16 +123,24 @@ pub struct EventCalls {
 }
 
 impl EventCalls {
-    /// `C-LAN calls, …` of its peaks, or `-`.
-    pub(super) fn peak_text(&self) -> String {
+    /// `C-LAN calls, …` of its peaks, busiest first, at most `most` of them (then `…`), or
+    /// `-`.
+    pub(super) fn peak_text(&self, most: usize) -> String {
         if self.peak.is_empty() {
             return "-".to_string();
         }
-        self.peak
+        let mut peaks: Vec<(&String, &u32)> = self.peak.iter().collect();
+        peaks.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let mut text = peaks
             .iter()
+            .take(most)
             .map(|(name, n)| format!("{name} {n}"))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", ");
+        if peaks.len() > most {
+            text.push_str(&format!(", … ({} C-LANs)", peaks.len()));
+        }
+        text
     }
 
     fn of(trace: &EventTrace, names: &[String]) -> EventCalls {
@@ -627,7 +635,7 @@ impl RoutedLine {
         let _ = writeln!(
             out,
             "\nevent                              at s  calls  ended by it               cut  \
-             again  answered after  peak calls after"
+             again  answered after  peak calls after (busiest)"
         );
         for e in events {
             let Some(c) = &e.calls else {
@@ -643,7 +651,7 @@ impl RoutedLine {
                 c.cut,
                 c.called_again,
                 c.answered,
-                c.peak_text()
+                c.peak_text(4)
             );
         }
     }
