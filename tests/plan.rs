@@ -402,7 +402,10 @@ fn a_callee_without_a_socket_yet_is_reached_on_a_connection_from_its_clan() {
     assert!(calls.call_connections > 0, "{table}");
     assert!(calls.setup_to_connect.max_ms > 20.0, "{table}");
     assert_eq!(calls.setup_to_connect.p50_ms, 4.0, "{table}");
-    assert_eq!(calls.connected, calls.placed, "{table}");
+    // Every Setup that reached the gatekeeper was answered (one was still on its way when
+    // the plan ended).
+    assert_eq!(calls.connected, calls.setups, "{table}");
+    assert!(calls.placed - calls.setups <= 1, "{table}");
     assert!(calls.failed.is_empty(), "{table}");
     // Callers that called before their own socket was in service placed trunk calls.
     assert!(

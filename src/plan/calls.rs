@@ -7,11 +7,14 @@
 //! ```text
 //!   caller ── ARQ (callee's extension) ─▶ ACF gatekeeperRouted
 //!   caller ── Setup (CRV c, flag 0) on its socket ─▶ core ─▶ callee's connection
-//!   callee ── Alerting, Connect (the Setup's CRV, flag 1) ─▶ core ─▶ caller
-//!   caller ── after call_hold_s: Release Complete, then DRQ
+//!   callee ── Call Proceeding, Alerting, Connect (the Setup's CRV, flag 1) ─▶ core ─▶ caller
+//!   caller ── call_hold_s after the Connect: Release Complete, then DRQ
 //! ```
 //!
-//! - Each phone calls the phone half the scenario's population away ([`callee_of`]).
+//! The phones do what `rasgk storm`'s do with routed calls (`src/storm/call_signalling.rs`):
+//!
+//! - Each phone calls the phone half the scenario's population away
+//!   ([`roster::callee`]).
 //! - A caller sends its Setup only on its socket in service. One without, or whose ACF is
 //!   not routed (its callee is not registered and the digits found a trunk), places the call
 //!   as a trunk call is placed (ARQ, hold, DRQ), and the plan counts it
@@ -19,6 +22,8 @@
 //! - A phone answers every Setup on its connection at once. A Setup on a connection the
 //!   gatekeeper opened for the call (it writes no service frame there) puts the phone in
 //!   service on it: the core keeps it as the phone's socket.
+//! - The caller holds the call `call_hold_s` from its Connect; without a Connect within
+//!   [`NO_CONNECT`] it gives up with a Release Complete.
 //! - A Release Complete of the gatekeeper's, the caller's socket closed, or its
 //!   registration gone ends the call before its hold (a *cut* call), and the DRQ follows
 //!   at once.
@@ -38,9 +43,10 @@ use bytes::Bytes;
 
 use super::phones::Socket;
 use super::tally::RoutedCounts;
-use super::world::{Micros, PhoneTimer, What, World};
+use super::world::{micros, Micros, PhoneTimer, What, World};
 use crate::gatekeeper::ConnectionId;
 use crate::q931::{self, CallReference, MessageType};
+use crate::storm::{roster, NO_CONNECT};
 use crate::tpkt;
 
 /// The hasher of the calls' tables (never iterated in an order that reaches the report).
@@ -102,12 +108,6 @@ pub(super) struct Calls {
     connections_read: Option<(u64, bool)>,
 }
 
-/// The phone `phones / 2` places after `phone`, round the scenario's phones: every phone is
-/// called by exactly one caller, and with an even count the two call each other.
-pub(super) fn callee_of(phone: u32, phones: u32) -> u32 {
-    ((u64::from(phone) + u64::from(phones / 2)) % u64::from(phones.max(1))) as u32
-}
-
 impl Calls {
     /// The running configuration's C-LANs changed: `clans` are their signalling addresses,
     /// in configuration order, and `traces` their traces.
@@ -164,8 +164,8 @@ impl World<'_> {
     pub(super) fn dialled(&self, phone: u32) -> String {
         let p = &self.phones[phone as usize];
         if self.gk.routed() {
-            let callee = callee_of(phone, self.phones.len() as u32);
-            self.phones[callee as usize].extension.to_string()
+            let callee = roster::callee(self.phones.len(), phone as usize);
+            self.phones[callee].extension.to_string()
         } else {
             let dial = &self.scenario.groups[p.group as usize].dial;
             format!("{dial}{}", p.extension)
@@ -173,8 +173,8 @@ impl World<'_> {
     }
 
     /// Call `call` of `phone` was admitted (its hold is armed): a routed ACF and a socket in
-    /// service send its Setup; otherwise it goes on as a trunk call, counted when it was a
-    /// call to another phone.
+    /// service send its Setup, and the hold waits for the Connect; otherwise it goes on as a
+    /// trunk call, counted when it was a call to another phone.
     pub(super) fn admitted(&mut self, phone: u32, call: [u8; 16], routed: bool) {
         let socket = self.phones[phone as usize].socket;
         let why = match (routed, socket) {
@@ -194,10 +194,11 @@ impl World<'_> {
             .or_default() += 1;
     }
 
-    /// Sends the Setup of call `call` on the caller's socket `id`.
+    /// Sends the Setup of call `call` on the caller's socket `id`; the caller gives up
+    /// [`NO_CONNECT`] later without a Connect.
     fn place(&mut self, phone: u32, id: ConnectionId, call: [u8; 16]) {
-        let callee = callee_of(phone, self.phones.len() as u32);
-        let destination = self.phones[callee as usize].phone.aliases.clone();
+        let callee = roster::callee(self.phones.len(), phone as usize);
+        let destination = self.phones[callee].phone.aliases.clone();
         let p = &mut self.phones[phone as usize];
         p.crv = p.crv % 0x7FFF + 1;
         let crv = p.crv;
@@ -229,6 +230,8 @@ impl World<'_> {
         self.calls.unsettled += 1;
         self.tally.routed.placed += 1;
         self.write(id, framed, None);
+        let give_up = self.now + NO_CONNECT.as_micros() as Micros;
+        self.arm(phone, PhoneTimer::Call, give_up);
     }
 
     /// A phone writes a frame on connection `id`; `releases` is the call its Release
@@ -311,7 +314,8 @@ impl World<'_> {
         }
     }
 
-    /// The callee answers a Setup on connection `id` at once: Alerting and Connect.
+    /// The callee answers a Setup on connection `id` at once: Call Proceeding, Alerting and
+    /// Connect.
     fn answer(&mut self, id: ConnectionId, crv: CallReference, payload: &[u8]) {
         let Ok((_, facts)) = q931::facts(payload) else {
             return;
@@ -324,6 +328,7 @@ impl World<'_> {
         }
         let reply = crv.reversed();
         for message in [
+            q931::call_proceeding(reply, call),
             q931::alerting(reply, call),
             q931::connect(reply, call, conference),
         ] {
@@ -346,7 +351,7 @@ impl World<'_> {
         (open.caller == phone && open.stage != Stage::Releasing).then_some((call, open))
     }
 
-    /// The Connect of `phone`'s call reached it.
+    /// The Connect of `phone`'s call reached it: the hold starts.
     fn answered(&mut self, phone: u32, id: ConnectionId, crv: u16) {
         let Some((call, open)) = self
             .open_call_of(phone)
@@ -375,10 +380,14 @@ impl World<'_> {
         if let Some(event) = self.phones[phone as usize].cut_after.take() {
             self.tally.events[event].called_again += 1;
         }
+        let group = self.phones[phone as usize].group as usize;
+        let hold = micros(self.scenario.groups[group].call_hold_s);
+        self.arm(phone, PhoneTimer::Call, self.now + hold);
     }
 
-    /// `phone` hangs up its routed call (its hold is over: the DRQ follows) with a Release
-    /// Complete on its socket; `false` when it had none in progress.
+    /// `phone` hangs up its routed call (its hold is over, or no Connect came in time: the
+    /// DRQ follows) with a Release Complete on its socket; `false` when it had none in
+    /// progress.
     pub(super) fn hang_up(&mut self, phone: u32) -> bool {
         let Some((call, open)) = self.open_call_of(phone) else {
             return false;
@@ -527,23 +536,6 @@ impl World<'_> {
             if count > earlier {
                 ended.insert(reason.clone(), count - earlier);
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::callee_of;
-
-    #[test]
-    fn every_phone_is_called_by_exactly_one_the_half_population_before_it() {
-        assert_eq!((callee_of(0, 1200), callee_of(600, 1200)), (600, 0));
-        assert_eq!((callee_of(0, 5), callee_of(4, 5)), (2, 1));
-        assert_eq!(callee_of(0, 1), 0, "a lone phone calls itself");
-        for phones in [1u32, 2, 5, 1200] {
-            let mut called: Vec<u32> = (0..phones).map(|p| callee_of(p, phones)).collect();
-            called.sort_unstable();
-            assert_eq!(called, (0..phones).collect::<Vec<_>>(), "{phones} phones");
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod roster;
 mod shard;
 mod signalling;
 mod stamp;
+pub(crate) use calls::NO_CONNECT;
 pub(crate) use signalling::Backoff;
 mod tally;
 
