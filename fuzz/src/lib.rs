@@ -13,6 +13,9 @@
 //! `source` picks 127.R.0.N:500P (R 1–3 are the default's regions, 4 is unmapped), `local`
 //! the discovery address or a C-LAN (with the high bit and no payload: toggle that C-LAN's
 //! service), `advance` moves the clock by that many 50 ms, running the timers due.
+//!
+//! The `relay` target's scripts (routed calls over socket mode's connections) are in
+//! [`relay`].
 
 use std::net::SocketAddr;
 use std::sync::OnceLock;
@@ -20,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use rasgk::config::{self, Config};
 use rasgk::gatekeeper::Gatekeeper;
+
+pub mod relay;
 
 /// One step of a script.
 #[derive(Debug, Clone, PartialEq, Eq)]

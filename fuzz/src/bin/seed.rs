@@ -1,5 +1,5 @@
-//! Writes the seed corpora of the three targets into `<corpus dir>/decode`,
-//! `<corpus dir>/handle` and `<corpus dir>/q931`:
+//! Writes the seed corpora of the four targets into `<corpus dir>/decode`,
+//! `<corpus dir>/handle`, `<corpus dir>/q931` and `<corpus dir>/relay`:
 //!
 //! - `decode`: the encodings of the messages the benches measure, plus the UDP payloads of
 //!   the RAS captures given on the command line;
@@ -9,6 +9,12 @@
 //!   unregistering, a C-LAN fault, a GRQ flood and bad datagrams — each made by running the
 //!   script's phones against the fuzz configuration, so every RRQ goes to the C-LAN its GCF
 //!   named. Every script is run through the target's checks once before it is written.
+//! - `relay`: scripts (see `rasgk_fuzz::relay`) of routed calls: a whole call between two
+//!   phones' sockets, a callee without a socket that the gatekeeper connects to (and one it
+//!   cannot reach), TTS phones' sockets and a call nobody answers, a C-LAN fault mid-call,
+//!   two phones behind one IP, and garbage on the connections — each made by running the
+//!   steps through the target's interpreter (so connection indexes name what the script
+//!   means), which checks the invariants after every step.
 //!
 //! `cargo run --bin seed -- <corpus dir> <capture.pcap>...` (see `fuzz/seed`).
 
@@ -16,10 +22,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rasgk::gatekeeper::Gatekeeper;
+use rasgk::gatekeeper::{CallEnd, Gatekeeper};
 use rasgk::phone::{Answer, Phone};
 use rasgk::q931::{self, CallReference, Release, Setup};
 use rasgk::ras::{encode, Alias};
+use rasgk_fuzz::relay::{self, Glue, Lab};
 use rasgk_fuzz::Step;
 
 #[path = "../../../benches/support/messages.rs"]
@@ -184,6 +191,310 @@ fn handle_seeds() -> Vec<(&'static str, Vec<Step>)> {
     seeds
 }
 
+/// A `relay` script being written: the interpreter it runs through, so that connection
+/// indexes and pending connects name what the script means.
+struct Routed {
+    lab: Lab,
+    steps: Vec<relay::Step>,
+}
+
+/// Op 5's kinds (module doc of `rasgk_fuzz::relay`).
+const SETUP: u8 = 0;
+const CALL_PROCEEDING: u8 = 1;
+const ALERTING: u8 = 2;
+const CONNECT: u8 = 3;
+const RELEASE: u8 = 4;
+const ANY: u8 = 5;
+/// Op 5's call reference choices: the latest the gatekeeper wrote (answered), the latest the
+/// peer sent, an explicit one.
+const ANSWER: u8 = 0;
+const OWN: u8 = 0x40;
+const EXPLICIT: u8 = 0x80;
+
+impl Routed {
+    fn new() -> Routed {
+        Routed {
+            lab: Lab::new(),
+            steps: Vec::new(),
+        }
+    }
+
+    fn go(&mut self, step: relay::Step) {
+        self.lab.step(&step);
+        self.steps.push(step);
+    }
+
+    /// Time passes, `ms` rounded down to 50 ms (at most 12.75 s).
+    fn wait_ms(&mut self, ms: u64) {
+        self.go(relay::Step::new(0, (ms / 50).min(255) as u8, 0));
+    }
+
+    fn wait_s(&mut self, s: u8) {
+        self.go(relay::Step::new(0, s, 1));
+    }
+
+    /// Phone `who` connects where its RCF said; the new connection's index.
+    fn accept(&mut self, who: u8) -> u8 {
+        self.accept_at(who, 0)
+    }
+
+    /// Phone `who` connects to C-LAN `at - 1` (0: where its RCF said); the new connection's
+    /// index (the last one when refused).
+    fn accept_at(&mut self, who: u8, at: u8) -> u8 {
+        self.go(relay::Step::new(1, who, at));
+        self.lab.connections.len().saturating_sub(1) as u8
+    }
+
+    /// The index of the latest connection the gatekeeper asked to open.
+    fn last_connect(&self) -> u8 {
+        let at = self
+            .lab
+            .connections
+            .iter()
+            .rposition(|c| c.glue == Glue::Pending)
+            .expect("a connect pending");
+        at as u8
+    }
+
+    /// The connect of connection `index` completes (or fails).
+    fn outcome(&mut self, index: u8, failed: bool) {
+        let id = self.lab.connections[usize::from(index)].id;
+        let at = self
+            .lab
+            .pending()
+            .iter()
+            .position(|&p| p == id)
+            .expect("a pending connect");
+        self.go(relay::Step::new(2, at as u8, u8::from(failed)));
+    }
+
+    /// Every pending connect completes.
+    fn connect_all(&mut self) {
+        while !self.lab.pending().is_empty() {
+            self.go(relay::Step::new(2, 0, 0));
+        }
+    }
+
+    fn close(&mut self, index: u8, how: u8) {
+        self.go(relay::Step::new(3, index, how));
+    }
+
+    fn octets(&mut self, index: u8, octets: &[u8]) {
+        self.go(relay::Step::with(4, index, 0, octets));
+    }
+
+    /// A Setup on connection `index` from phone `caller` to phone `callee`.
+    fn setup(&mut self, index: u8, caller: u8, callee: u8, crv: u16, call: u8) {
+        let [high, low] = crv.to_be_bytes();
+        self.go(relay::Step::with(
+            5,
+            index,
+            SETUP,
+            [caller, callee, high, low, call, 0],
+        ));
+    }
+
+    /// A message of `kind` on connection `index`, its call reference chosen by `choice`.
+    fn say(&mut self, index: u8, kind: u8, choice: u8, call: u8) {
+        self.go(relay::Step::with(5, index, kind, [choice, 0, 0, 0, call]));
+    }
+
+    fn ras(&mut self, phone: u8, what: u8, params: &[u8]) {
+        self.go(relay::Step::with(6, phone, what, params));
+    }
+
+    fn toggle(&mut self, clan: u8) {
+        self.go(relay::Step::new(7, clan, 0));
+    }
+
+    /// The script so far, once it has reached what it is for: calls answered, and how
+    /// many calls (or refused Setups) ended for each reason named.
+    fn done(self, answered: u64, ended: &[(CallEnd, u64)]) -> Vec<relay::Step> {
+        let stats = self.lab.gatekeeper.call_stats();
+        assert_eq!(stats.connected, answered, "calls answered: {stats:?}");
+        for &(reason, count) in ended {
+            assert_eq!(
+                stats.ended.get(&reason).copied().unwrap_or(0),
+                count,
+                "{reason:?}: {stats:?}"
+            );
+        }
+        self.steps
+    }
+
+    /// The index of C-LAN `name` plus one (for `accept_at`).
+    fn clan(&self, name: &str) -> u8 {
+        let at = self.lab.gatekeeper.clan_by_name(name).expect("a C-LAN");
+        at as u8 + 1
+    }
+}
+
+/// The relay target's phones by index (`rasgk_fuzz::relay::PHONES`).
+const P6001: u8 = 0;
+const P6002: u8 = 1;
+const P6003: u8 = 2;
+const P5001: u8 = 3;
+const P5002: u8 = 4;
+const P6004: u8 = 5;
+/// ARQ, DRQ, URQ, GRQ + RRQ, keep-alive, UCF.
+const ARQ: u8 = 0;
+const DRQ: u8 = 1;
+const URQ: u8 = 2;
+const REGISTER: u8 = 3;
+const KEEP_ALIVE: u8 = 4;
+const UCF: u8 = 5;
+
+/// A call answered between the sockets of 6001 and 6003 (the TTS phones' sockets up too):
+/// ARQ, Setup, Call Proceeding, Alerting, Connect. The caller's and the callee's connection.
+fn answered_call(s: &mut Routed, call: u8) -> (u8, u8) {
+    let caller = s.accept(P6001);
+    let callee = s.accept(P6003);
+    s.connect_all();
+    s.wait_ms(150);
+    s.ras(P6001, ARQ, &[P6003, call]);
+    s.setup(caller, P6001, P6003, 77, call);
+    s.say(callee, CALL_PROCEEDING, ANSWER, call);
+    s.say(callee, ALERTING, ANSWER, call);
+    s.wait_ms(1000);
+    s.say(callee, CONNECT, ANSWER, call);
+    (caller, callee)
+}
+
+fn relay_seeds() -> Vec<(&'static str, Vec<relay::Step>)> {
+    let mut seeds = Vec::new();
+
+    // A whole call, released by the caller; the callee's own Release Complete crosses it.
+    let mut s = Routed::new();
+    let (caller, callee) = answered_call(&mut s, 1);
+    s.wait_s(2);
+    s.say(caller, RELEASE, OWN, 1);
+    s.say(callee, RELEASE, ANSWER, 1);
+    s.ras(P6001, DRQ, &[1]);
+    s.ras(P6003, DRQ, &[1]);
+    s.wait_s(5);
+    seeds.push(("call", s.done(1, &[(CallEnd::CallerReleased, 1)])));
+
+    // A callee without a socket: the gatekeeper connects to it from its C-LAN and writes the
+    // Setup first. Then a second call whose connect fails, and a third whose times out.
+    let mut s = Routed::new();
+    let caller = s.accept(P6001);
+    s.wait_ms(150);
+    s.setup(caller, P6001, P6002, 5, 2);
+    let opened = s.last_connect();
+    s.outcome(opened, false);
+    s.wait_ms(150);
+    s.say(opened, ALERTING, ANSWER, 2);
+    s.say(opened, CONNECT, ANSWER, 2);
+    s.say(opened, RELEASE, ANSWER, 2);
+    s.close(opened, 0);
+    s.setup(caller, P6001, P6002, 6, 3);
+    let opened = s.last_connect();
+    s.outcome(opened, true);
+    s.setup(caller, P6001, P6002, 7, 4);
+    let given_up = s.last_connect();
+    s.wait_ms(600);
+    s.outcome(given_up, true);
+    s.wait_s(2);
+    let ended = [(CallEnd::CalleeReleased, 1), (CallEnd::Unreachable, 2)];
+    seeds.push(("connect", s.done(1, &ended)));
+
+    // TTS phones: their sockets come up (service frames); a call to one over its socket,
+    // ended by its DRQ; a call to the other that nobody answers; a TTS socket closed.
+    let mut s = Routed::new();
+    s.connect_all();
+    s.wait_ms(150);
+    let caller = s.accept(P6001);
+    s.wait_ms(150);
+    s.ras(P6001, ARQ, &[P5001, 5]);
+    s.setup(caller, P6001, P5001, 9, 5);
+    let tts = s.lab.index(first_call_connection(&s.lab)).unwrap_or(0);
+    s.say(tts as u8, ALERTING, ANSWER, 5);
+    s.say(tts as u8, CONNECT, ANSWER, 5);
+    s.ras(P5001, DRQ, &[5]);
+    s.setup(caller, P6001, P5002, 10, 6);
+    s.wait_s(6);
+    s.close(0, 1);
+    s.wait_s(3);
+    let ended = [(CallEnd::Disengaged, 1), (CallEnd::NoAnswer, 1)];
+    seeds.push(("tts", s.done(1, &ended)));
+
+    // A C-LAN fault mid-call: the callee's C-LAN goes out of service, its phone is sent a
+    // URQ, answers it and registers again elsewhere; the C-LAN comes back.
+    let mut s = Routed::new();
+    let (caller, callee) = answered_call(&mut s, 7);
+    s.toggle(2);
+    s.say(caller, RELEASE, OWN, 7);
+    s.say(callee, ALERTING, ANSWER, 7);
+    s.ras(P6003, UCF, &[]);
+    s.ras(P6003, REGISTER, &[]);
+    s.accept(P6003);
+    s.toggle(2);
+    s.wait_s(4);
+    s.ras(P6003, KEEP_ALIVE, &[]);
+    s.ras(P6001, URQ, &[]);
+    seeds.push(("fault", s.done(1, &[(CallEnd::ClanOutOfService, 1)])));
+
+    // Two phones behind one IP at one C-LAN (6004 moves to a when b leaves service): 6004's
+    // connection goes to 6001 by its IP, 6004's Setup takes it over, and the call to 6001
+    // gets a connection the gatekeeper opens.
+    let mut s = Routed::new();
+    s.toggle(1);
+    s.ras(P6004, UCF, &[]);
+    s.ras(P6004, REGISTER, &[]);
+    let shared = s.accept(P6004);
+    s.wait_ms(150);
+    s.ras(P6004, ARQ, &[P6001, 3]);
+    s.setup(shared, P6004, P6001, 3, 3);
+    let opened = s.last_connect();
+    s.outcome(opened, false);
+    s.wait_ms(150);
+    s.say(opened, CONNECT, ANSWER, 3);
+    s.say(shared, RELEASE, OWN, 3);
+    seeds.push(("shared-ip", s.done(1, &[(CallEnd::CallerReleased, 1)])));
+
+    // Garbage: no TPKT at all, a frame that is no Q.931, a message and a Release Complete
+    // for no call, a Setup whose user-user information does not decode, a Setup naming
+    // another phone, a stranger's and a busy C-LAN's connections, frames split and
+    // oversized, and 20 Setups from one phone.
+    let mut s = Routed::new();
+    let a = s.accept(P6001);
+    s.octets(a, b"hello");
+    let a = s.accept(P6001);
+    s.wait_ms(150);
+    s.octets(a, &[3, 0, 0, 9, b'h', b'e', b'l', b'l', b'o']);
+    s.say(a, ALERTING, EXPLICIT, 1);
+    s.say(a, RELEASE, EXPLICIT, 1);
+    s.go(relay::Step::with(5, a, ANY, [OWN, 0x05, 0xff, 0xff, 0xff]));
+    s.setup(a, P6002, P6003, 11, 1);
+    s.accept(6);
+    s.accept_at(P6002, s.clan("c"));
+    let b = s.accept(P6002);
+    let (head, tail) = [3u8, 0, 0, 20, 8, 2, 0, 1, 0x05].split_at(3);
+    s.octets(b, head);
+    s.octets(b, tail);
+    s.octets(b, &[3, 0, 0x10, 0]);
+    for crv in 100..120 {
+        s.setup(a, P6001, P6003, crv, (crv % 8) as u8);
+    }
+    s.wait_s(10);
+    let ended = [
+        (CallEnd::Malformed, 1),
+        (CallEnd::Stranger, 1),
+        (CallEnd::TooManyCalls, 4),
+    ];
+    seeds.push(("garbage", s.done(0, &ended)));
+    seeds
+}
+
+/// The connection of the first call's callee leg, as the core names it.
+fn first_call_connection(lab: &Lab) -> rasgk::gatekeeper::ConnectionId {
+    lab.gatekeeper
+        .routed_calls(lab.now)
+        .first()
+        .and_then(|call| call.callee_leg.connection)
+        .expect("a call with its callee leg up")
+}
+
 fn write_decode_seeds(
     dir: &Path,
     captures: &[PathBuf],
@@ -293,5 +604,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::write(q931_dir.join(format!("seed-{name}")), octets)?;
     }
     eprintln!("{} seeds in {}", seeds.len(), q931_dir.display());
+    let relay_dir = dir.join("relay");
+    std::fs::create_dir_all(&relay_dir)?;
+    let seeds = relay_seeds();
+    for (name, steps) in &seeds {
+        let data = relay::write(steps);
+        assert_eq!(&relay::parse(&data), steps, "{name}: a script reads back");
+        // Made through the interpreter already; run again as the target reads it.
+        relay::run(&data);
+        std::fs::write(relay_dir.join(format!("script-{name}")), data)?;
+    }
+    eprintln!("{} seeds in {}", seeds.len(), relay_dir.display());
     Ok(())
 }
