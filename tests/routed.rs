@@ -722,3 +722,76 @@ fn an_unclaimed_connection_of_a_registered_ip_must_show_its_setup_in_time() {
     assert_eq!(lab.gatekeeper.clans()[0].sockets, before);
     assert_eq!(lab.gatekeeper.call_stats().bad[&BadSignal::Unidentified], 1);
 }
+
+/// Found by the `relay` fuzz target (fuzz/regressions/relay-call-connection-over-cap): a
+/// Setup on another phone's socket — two phones behind one IP — from a caller that waits for
+/// its socket at another C-LAN makes the connection a call connection, which needs a place of
+/// its own. With the C-LAN full it was taken anyway, four places under a cap of three; now
+/// the Setup is released `gatekeeperResources` and the C-LAN stays within its cap.
+#[test]
+fn a_call_connection_never_takes_a_place_over_the_cap() {
+    let toml = topology("").replace("max_sockets = 4", "max_sockets = 2");
+    let mut lab = Lab::new(&toml);
+    // X (127.1.0.1) at a with its socket; Y on the same IP waits at b; Z fills a.
+    let x = lab.phone(6001, "127.1.0.1:1719");
+    assert_eq!(x.signal, addr("127.0.1.1:1720"));
+    let mut y = lab.register(6002, "127.1.0.1:1720");
+    assert_eq!(y.signal, addr("127.0.1.2:1720"), "the lighter C-LAN");
+    let z = lab.phone(6003, "127.1.0.3:1719");
+    assert_eq!(z.signal, addr("127.0.1.1:1720"));
+    assert_eq!(lab.gatekeeper.clans()[0].sockets, 2, "a is full");
+    // Y's Setup arrives on X's socket at a.
+    lab.arq(&mut y, 6003, guid(20));
+    let xa = x.socket.unwrap();
+    lab.send(xa, &setup(&y, 6003, 8, guid(20)));
+    let out = lab.commands();
+    assert_eq!(
+        written(&out, xa),
+        [(
+            MessageType::ReleaseComplete,
+            CallReference::to_originator(8),
+            Some(47)
+        )],
+        "no room on a: gatekeeperResources"
+    );
+    let a = &lab.gatekeeper.clans()[0];
+    assert!(
+        a.sockets <= a.max_sockets,
+        "{} of {}",
+        a.sockets,
+        a.max_sockets
+    );
+    assert_eq!(lab.gatekeeper.call_stats().failed[&CallEnd::NoRoom], 1);
+}
+
+/// Found by the `relay` fuzz target (fuzz/regressions/relay-connect-from-clan-out-of-service):
+/// taking a C-LAN out of service unregisters its phones one by one, and one of them freeing
+/// an establishment slot started the next TTS set-up queued there — a connect from a C-LAN
+/// already out of service. None may start there now.
+#[test]
+fn no_connect_leaves_a_clan_out_of_service() {
+    let toml = topology("setup_ms = 100\nmax_setups_per_clan = 1")
+        .replace("max_sockets = 4", "max_sockets = 10");
+    let mut lab = Lab::new(&toml);
+    for other in ["b", "c"] {
+        let other = lab.gatekeeper.clan_by_name(other).unwrap();
+        let _ = lab.gatekeeper.set_in_service(lab.now, other, false);
+    }
+    // A non-TTS phone's connection holds a's one establishment slot (setup_ms 100); a TTS
+    // phone's set-up waits behind it.
+    lab.phone(6001, "127.1.0.1:1719");
+    lab.register(5001, "127.1.0.2:1719");
+    assert_eq!(
+        lab.gatekeeper.clans()[0].queued,
+        1,
+        "{:?}",
+        lab.gatekeeper.clans()[0]
+    );
+    let a = lab.gatekeeper.clan_by_name("a").unwrap();
+    let _ = lab.gatekeeper.set_in_service(lab.now, a, false);
+    let out = lab.commands();
+    let from_a = out
+        .iter()
+        .any(|c| matches!(c, Command::Connect { from, .. } if from.to_string() == "127.0.1.1"));
+    assert!(!from_a, "a connect from a C-LAN out of service: {out:?}");
+}

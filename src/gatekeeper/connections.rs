@@ -541,6 +541,12 @@ impl Gatekeeper {
 
     /// Starts the TTS set-ups waiting on `clan` while it has free establishment slots.
     pub(super) fn pump(&mut self, now: Instant, clan: ClanIdx) {
+        // Nothing starts from a C-LAN out of service: while it is being drained, a phone
+        // unregistered there frees a slot before the phones queued behind it are gone (the
+        // `relay` fuzz target found such a connect).
+        if !self.loads.get(clan).in_service {
+            return;
+        }
         let max = self.config.gatekeeper.max_setups_per_clan;
         let from = self.config.clans[clan].address.ip();
         let timeout = self.config.gatekeeper.setup_timeout;

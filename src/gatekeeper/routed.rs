@@ -396,7 +396,10 @@ impl Gatekeeper {
             Phase::None => caller_at.is_some_and(|(via, _)| via == clan),
             _ => false,
         };
-        let needs_place = !matches!(caller_phase, Phase::Waiting(_));
+        // A call connection always needs a place of its own; taking the socket over needs
+        // one unless the caller already holds its place here, waiting. (The `relay` fuzz
+        // target found the place of a caller waiting at another C-LAN taken for granted.)
+        let needs_place = !takes_socket || !matches!(caller_phase, Phase::Waiting(_));
         if needs_place && !self.loads.get(clan).available() {
             return None;
         }
