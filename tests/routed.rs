@@ -5,17 +5,18 @@
 //! input on the relay. Connection events go in as values, commands come out; no socket is
 //! opened.
 
+mod support;
+
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use rasgk::config;
 use rasgk::gatekeeper::relay::BadSignal;
-use rasgk::gatekeeper::{CallEnd, CallEntry, Closing, Command, ConnectionId, Gatekeeper};
-use rasgk::phone::{Answer, Phone};
+use rasgk::gatekeeper::{CallEnd, CallEntry, Closing, Command, ConnectionId};
+use rasgk::phone::Phone;
 use rasgk::q931::{self, CallReference, MessageType, Setup};
 use rasgk::ras::{self, Alias};
 use rasgk::tpkt;
+use support::core::CoreLab;
 
 const DISCOVERY: &str = "127.0.0.1:1719";
 
@@ -74,57 +75,17 @@ struct Station {
     signal: SocketAddr,
 }
 
-struct Lab {
-    gatekeeper: Gatekeeper,
-    start: Instant,
-    now: Instant,
-}
+type Lab = CoreLab;
 
-impl Lab {
+impl CoreLab {
     fn new(toml: &str) -> Lab {
-        let config = config::from_toml(toml, "routed.toml").unwrap_or_else(|e| panic!("{e}"));
-        let start = Instant::now();
-        Lab {
-            gatekeeper: Gatekeeper::new(config).unwrap(),
-            start,
-            now: start,
-        }
-    }
-
-    fn at_ms(&mut self, ms: u64) {
-        self.now = self.start + Duration::from_millis(ms);
-        let _ = self.gatekeeper.handle_timeout(self.now);
-    }
-
-    fn ask(&mut self, local: SocketAddr, phone: &mut Phone, datagram: &[u8]) -> ras::RasMessage {
-        let out = self
-            .gatekeeper
-            .handle(self.now, local, phone.ras_address, datagram);
-        assert_eq!(out.len(), 1, "one reply expected, got {out:?}");
-        let answer = Answer::read(&out[0].payload).unwrap();
-        phone.learn(&answer);
-        ras::decode(&out[0].payload).unwrap()
+        CoreLab::with_config(toml, "routed.toml")
     }
 
     /// GRQ, RRQ where the GCF says.
     fn register(&mut self, extension: u32, ras_address: &str) -> Station {
         let mut phone = Phone::extension(extension, addr(ras_address));
-        let grq = phone.grq();
-        let clan = match Answer::from_message(&self.ask(addr(DISCOVERY), &mut phone, &grq)) {
-            Answer::Gcf {
-                ras_address: Some(clan),
-                ..
-            } => clan,
-            other => panic!("expected GCF, got {other:?}"),
-        };
-        let rrq = phone.rrq();
-        let signal = match Answer::from_message(&self.ask(clan, &mut phone, &rrq)) {
-            Answer::Rcf {
-                call_signal_address: Some(address),
-                ..
-            } => address,
-            other => panic!("expected RCF, got {other:?}"),
-        };
+        let signal = self.register_at(addr(DISCOVERY), &mut phone);
         Station {
             phone,
             extension,
@@ -169,7 +130,7 @@ impl Lab {
     fn arq(&mut self, station: &mut Station, extension: u32, call: [u8; 16]) -> (SocketAddr, bool) {
         let local = addr("127.0.1.1:1719");
         let arq = station.phone.arq(&extension.to_string(), call).unwrap();
-        match self.ask(local, &mut station.phone, &arq) {
+        match self.ask_message(local, &mut station.phone, &arq) {
             ras::RasMessage::admissionConfirm(acf) => (
                 ras::socket_addr(&acf.dest_call_signal_address).unwrap(),
                 matches!(acf.call_model, ras::asn::CallModel::gatekeeperRouted(())),
@@ -523,7 +484,7 @@ fn the_callee_hanging_up_a_dropped_leg_a_drq_a_urq_and_a_clan_fault_each_end_the
     // A DRQ of the callee ends it on both legs.
     let (ca, crv_a, cb, crv_b) = answered_call(&mut lab, &mut a, &mut b, guid(7));
     let drq = b.phone.drq(guid(7)).unwrap();
-    let dcf = lab.ask(addr("127.0.2.1:1719"), &mut b.phone, &drq);
+    let dcf = lab.ask_message(addr("127.0.2.1:1719"), &mut b.phone, &drq);
     assert!(matches!(dcf, ras::RasMessage::disengageConfirm(_)));
     let out = lab.commands();
     assert_eq!(written(&out, ca)[0].1, CallReference::to_originator(crv_a));
@@ -535,7 +496,7 @@ fn the_callee_hanging_up_a_dropped_leg_a_drq_a_urq_and_a_clan_fault_each_end_the
     // The caller unregisters: Release Complete on both legs, then its socket closes.
     let (ca, _, cb, _) = answered_call(&mut lab, &mut a, &mut b, guid(8));
     let urq = a.phone.urq();
-    lab.ask(addr("127.0.1.1:1719"), &mut a.phone, &urq);
+    lab.ask_message(addr("127.0.1.1:1719"), &mut a.phone, &urq);
     let out = lab.commands();
     assert_eq!(written(&out, ca)[0].0, MessageType::ReleaseComplete);
     assert_eq!(written(&out, cb)[0].0, MessageType::ReleaseComplete);

@@ -3,13 +3,14 @@
 //! connections, at most `max_setups_per_clan` establishments per C-LAN, TTS set-ups and
 //! their failures, the life of a socket, and time to service.
 
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+mod support;
 
-use rasgk::config;
-use rasgk::gatekeeper::{ClanView, Closing, Command, ConnectionId, Gatekeeper, Refusal};
+use std::net::SocketAddr;
+
+use rasgk::gatekeeper::{ClanView, Closing, Command, ConnectionId, Refusal};
 use rasgk::phone::{Answer, Phone};
 use rasgk::tpkt;
+use support::core::CoreLab;
 
 const DISCOVERY: &str = "127.0.0.1:1719";
 
@@ -61,57 +62,16 @@ fn addr(text: &str) -> SocketAddr {
     text.parse().unwrap()
 }
 
-struct Lab {
-    gatekeeper: Gatekeeper,
-    start: Instant,
-    now: Instant,
-}
+type Lab = CoreLab;
 
-impl Lab {
+impl CoreLab {
     fn new(toml: &str) -> Lab {
-        let config = config::from_toml(toml, "socket-mode.toml").unwrap_or_else(|e| panic!("{e}"));
-        let start = Instant::now();
-        Lab {
-            gatekeeper: Gatekeeper::new(config).unwrap(),
-            start,
-            now: start,
-        }
-    }
-
-    /// Moves the clock to `ms` after the start and runs what is due.
-    fn at_ms(&mut self, ms: u64) {
-        self.now = self.start + Duration::from_millis(ms);
-        let _ = self.gatekeeper.handle_timeout(self.now);
-    }
-
-    fn ask(&mut self, local: SocketAddr, phone: &mut Phone, datagram: &[u8]) -> Answer {
-        let out = self
-            .gatekeeper
-            .handle(self.now, local, phone.ras_address, datagram);
-        assert_eq!(out.len(), 1, "one reply expected, got {out:?}");
-        let answer = Answer::read(&out[0].payload).unwrap();
-        phone.learn(&answer);
-        answer
+        CoreLab::with_config(toml, "socket-mode.toml")
     }
 
     /// GRQ, RRQ where the GCF says; the RCF's callSignalAddress.
     fn register(&mut self, phone: &mut Phone) -> SocketAddr {
-        let grq = phone.grq();
-        let clan = match self.ask(addr(DISCOVERY), phone, &grq) {
-            Answer::Gcf {
-                ras_address: Some(clan),
-                ..
-            } => clan,
-            other => panic!("expected GCF, got {other:?}"),
-        };
-        let rrq = phone.rrq();
-        match self.ask(clan, phone, &rrq) {
-            Answer::Rcf {
-                call_signal_address: Some(address),
-                ..
-            } => address,
-            other => panic!("expected RCF, got {other:?}"),
-        }
+        self.register_at(addr(DISCOVERY), phone)
     }
 
     fn clan(&self, name: &str) -> ClanView {

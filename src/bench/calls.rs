@@ -14,10 +14,9 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use super::sockets::Served;
-use crate::storm::{self, report::Report};
+use crate::storm::report::Report;
 
 /// The topology: three regions of eight C-LANs of 480 on 127.0.58.x.
 const TOPOLOGY: &str = include_str!("../../fixtures/lab/calls-10k.toml");
@@ -161,23 +160,13 @@ pub async fn run(phones: usize) -> Result<Concurrent, String> {
     ];
     let args = super::storm::parse_storm_line(&line)
         .map_err(|e| format!("the routed calls' storm options: {e}"))?;
-    let sampling = Arc::new(AtomicBool::new(true));
-    let sampler = {
-        let sampling = sampling.clone();
-        tokio::task::spawn_blocking(move || most_active(admin, &sampling))
-    };
-    let report = tokio::task::spawn_blocking(move || {
-        storm::runtime()
-            .map_err(|e| format!("cannot start the storm's runtime: {e}"))?
-            .block_on(storm::storm_spread(&args))
-            .map_err(|e| format!("the routed calls' storm could not run: {e}"))
+    let outcome = super::sockets::sampled_storm(args, "the routed calls' storm", move |sampling| {
+        most_active(admin, sampling)
     })
-    .await
-    .map_err(|e| format!("the routed calls' storm could not run: {e}"))?;
-    sampling.store(false, Ordering::Relaxed);
-    let peak = sampler.await.unwrap_or(0);
+    .await;
     let _ = tokio::task::spawn_blocking(move || gatekeeper.stop()).await;
-    Ok(Concurrent::of(&report?, phones, peak))
+    let (report, peak) = outcome?;
+    Ok(Concurrent::of(&report, phones, peak))
 }
 
 /// The embedded topology reads (a broken fixture is the bench's fault, said as such).

@@ -216,23 +216,41 @@ async fn run_one(
     let hold_s = if setup_ms == 0 { 2 } else { 5 };
     let args = storm_args(phones, tts_share, hold_s, rate)?;
     let tts = (phones as f64 * tts_share).floor() as usize;
+    let outcome = sampled_storm(args, "the socket storm", move |sampling| {
+        most_setups(admin, sampling)
+    })
+    .await;
+    let _ = tokio::task::spawn_blocking(move || gatekeeper.stop()).await;
+    let (report, most) = outcome?;
+    Ok(SocketRun::from_report(&report, tts, setup_ms, most))
+}
+
+/// Runs a storm as `rasgk storm` runs it (its one-thread runtime, on a thread of its own)
+/// while `sample` runs on another until the storm is over (it is told through the flag it is
+/// handed): the storm's report, and what `sample` returned. `what` names the storm in errors.
+pub(super) async fn sampled_storm<T: Send + 'static>(
+    args: StormArgs,
+    what: &'static str,
+    sample: impl FnOnce(&AtomicBool) -> T + Send + 'static,
+) -> Result<(Report, T), String> {
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
         let sampling = sampling.clone();
-        tokio::task::spawn_blocking(move || most_setups(admin, &sampling))
+        tokio::task::spawn_blocking(move || sample(&sampling))
     };
     let report = tokio::task::spawn_blocking(move || {
         storm::runtime()
             .map_err(|e| format!("cannot start the storm's runtime: {e}"))?
             .block_on(storm::storm_spread(&args))
-            .map_err(|e| format!("the socket storm could not run: {e}"))
+            .map_err(|e| format!("{what} could not run: {e}"))
     })
     .await
-    .map_err(|e| format!("the socket storm could not run: {e}"))?;
+    .map_err(|e| format!("{what} could not run: {e}"));
     sampling.store(false, Ordering::Relaxed);
-    let most = sampler.await.unwrap_or(0);
-    let _ = tokio::task::spawn_blocking(move || gatekeeper.stop()).await;
-    Ok(SocketRun::from_report(&report?, tts, setup_ms, most))
+    let sampled = sampler
+        .await
+        .map_err(|e| format!("{what}'s sampler failed: {e}"))?;
+    Ok((report??, sampled))
 }
 
 /// `rasgk serve --config FILE` (this very binary) in a child process, its configuration and

@@ -231,27 +231,32 @@ impl Gatekeeper {
     }
 
     /// Octets read on connection `id`, as its TPKT reader judged them: counted, and a bad
-    /// frame closes the socket (reset).
+    /// frame closes the connection (reset) — a phone's socket, whose place is freed, or a
+    /// call connection (docs/rules.md §8.7), whose calls end.
     pub fn received(
         &mut self,
         now: Instant,
         id: ConnectionId,
         read: Result<tpkt::Read, FrameError>,
     ) {
-        let Some(&key) = self.signalling.connections.get(&id) else {
-            self.received_on_call_connection(now, id, read);
+        let socket = self.signalling.connections.get(&id).copied();
+        if socket.is_none() && !self.relay.connections.contains_key(&id) {
             return;
-        };
-        match read {
+        }
+        let error = match read {
             Ok(read) => {
                 self.signalling.stats.octets += read.octets as u64;
                 self.signalling.stats.frames += read.frames as u64;
+                return;
             }
-            Err(error) => {
-                tracing::debug!(connection = %id, %error, "bad frame: socket closed");
-                self.signalling
-                    .commands
-                    .push(Command::Close { id, reset: true });
+            Err(error) => error,
+        };
+        tracing::debug!(connection = %id, %error, "bad frame: connection closed");
+        self.signalling
+            .commands
+            .push(Command::Close { id, reset: true });
+        match socket {
+            Some(key) => {
                 if let Phase::Setup(_, _, until) = self.signalling.phase(key) {
                     self.signalling
                         .timers
@@ -259,30 +264,7 @@ impl Gatekeeper {
                 }
                 self.socket_lost(now, key, Closing::Frame);
             }
-        }
-    }
-
-    /// Octets read on a call connection (docs/rules.md §8.7): counted like a socket's; a bad
-    /// frame closes it and ends its calls.
-    fn received_on_call_connection(
-        &mut self,
-        now: Instant,
-        id: ConnectionId,
-        read: Result<tpkt::Read, FrameError>,
-    ) {
-        if !self.relay.connections.contains_key(&id) {
-            return;
-        }
-        match read {
-            Ok(read) => {
-                self.signalling.stats.octets += read.octets as u64;
-                self.signalling.stats.frames += read.frames as u64;
-            }
-            Err(error) => {
-                tracing::debug!(connection = %id, %error, "bad frame: call connection closed");
-                self.signalling
-                    .commands
-                    .push(Command::Close { id, reset: true });
+            None => {
                 self.signalling.count_closed(Closing::Frame);
                 self.call_connection_closed(now, id);
             }

@@ -2,6 +2,7 @@
 
 pub mod browser;
 pub mod captures;
+pub mod core;
 pub mod fixtures;
 pub mod lab;
 pub mod messages;
