@@ -166,7 +166,19 @@ fn every_key_is_read() {
     );
     assert_eq!(pe.node, "cm2");
     assert_eq!(pe.signal_address().to_string(), "[::1]:11720");
-    assert_eq!(c.clan("edge-a").expect("edge-a").signal_port, 1720);
+    let edge = c.clan("edge-a").expect("edge-a");
+    assert_eq!(edge.signal_port, 1720);
+    assert_eq!(edge.address.to_string(), "10.0.0.1:1719");
+    assert_eq!(
+        edge.address6.map(|a| a.to_string()).as_deref(),
+        Some("[2001:db8:2000::1]:1719")
+    );
+    // An IPv6 address in `address` is the C-LAN's IPv6 address.
+    assert_eq!(pe.address6, Some(pe.address));
+    assert_eq!(
+        c.gatekeeper.discovery6.map(|a| a.to_string()).as_deref(),
+        Some("127.0.0.9:1719")
+    );
     assert!(!c.clan("core-a").expect("core-a").in_service);
     assert_eq!(c.tts[0].aliases, ["5*", "6??9", "*room*"]);
     assert!(!c.tts[0].tts);

@@ -11,8 +11,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use rasgk::config::{
-    AdminSettings, AglQuotas, Clan, ClanKind, Config, GatekeeperSettings, Link, LinkKind, Region,
-    SocketMode, TierMode, TtsRule,
+    AdminSettings, AglQuotas, Clan, ClanKind, Config, Family, GatekeeperSettings, Link, LinkKind,
+    Region, SocketMode, TierMode, TtsRule,
 };
 use rasgk::gatekeeper::load::{ClanLoad, Loads};
 use rasgk::gatekeeper::policy::{build_agl, choose_clan, choose_tts_clan};
@@ -76,6 +76,7 @@ fn topology() -> impl Strategy<Value = Config> {
                             name: format!("clan-{i}"),
                             region: regions[r],
                             address: SocketAddr::from(([127, 0, 1, i as u8 + 1], 1719)),
+                            address6: None,
                             priority,
                             max_sockets: cap,
                             in_service,
@@ -96,6 +97,7 @@ fn topology() -> impl Strategy<Value = Config> {
                     Config {
                         gatekeeper: GatekeeperSettings {
                             discovery: discovery(),
+                            discovery6: None,
                             multicast: false,
                             gatekeeper_id: "rasgk".into(),
                             ttl_s: 300,
@@ -165,6 +167,7 @@ fn loads_of(config: &Config, fill: &[(u32, u32)]) -> Loads {
             in_service: clan.in_service,
             region: clan.region,
             priority: clan.priority,
+            families: [true, false],
         }
     }))
 }
@@ -245,7 +248,7 @@ proptest! {
         let (direct, indirect) = tiers_by_hand(&config, home);
         prop_assert_eq!(&tiers.direct, &direct);
         prop_assert_eq!(&tiers.indirect, &indirect);
-        let chosen = choose_clan(&tiers, &loads, config.gatekeeper.tier_mode);
+        let chosen = choose_clan(&tiers, &loads, config.gatekeeper.tier_mode, Family::V4);
         prop_assert_eq!(chosen, choose_by_hand(&config, &loads, home));
         if let Some(idx) = chosen {
             prop_assert!(loads.get(idx).available());
@@ -266,7 +269,7 @@ proptest! {
         let home = config.regions[home_index % config.regions.len()].id;
         let tiers = topology.tiers(home);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let agl = build_agl(&tiers, &loads, &config.agl, &mut rng);
+        let agl = build_agl(&tiers, &loads, &config.agl, Family::V4, &mut rng);
         prop_assert!(agl.len() <= config.agl.max);
         let distinct: HashSet<_> = agl.iter().collect();
         prop_assert_eq!(distinct.len(), agl.len(), "AGL entries repeat: {:?}", agl);
@@ -303,7 +306,7 @@ proptest! {
         let home = config.regions[home_index % config.regions.len()].id;
         let tiers = topology.tiers(home);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let agl = build_agl(&tiers, &loads_of(&config, &fill), &config.agl, &mut rng);
+        let agl = build_agl(&tiers, &loads_of(&config, &fill), &config.agl, Family::V4, &mut rng);
         // Loads move on between the RCF and the socket set-up.
         let loads = loads_of(&config, &extra);
         let chosen = choose_tts_clan(&tiers, &loads, &agl);

@@ -51,6 +51,7 @@ pub fn topology(clans: usize) -> config::Config {
             name: format!("clan-{i}"),
             region: 1 + (i % 16) as u16,
             address: SocketAddr::from(([127, 0, 100 + (i / 250) as u8, 1 + (i % 250) as u8], 1719)),
+            address6: None,
             priority: 1 + (i % 3) as u8,
             max_sockets: 1_000_000,
             in_service: true,

@@ -17,8 +17,8 @@ use super::file::{
     RebalanceFile, RegionFile, TtsFile,
 };
 use super::model::{
-    AdminSettings, AglQuotas, AliasPassword, CallSignalling, Clan, Config, GatekeeperSettings,
-    Limits, Link, Rebalance, Region, RegionId, SocketMode, TtsRule,
+    AdminSettings, AglQuotas, AliasPassword, CallSignalling, Clan, Config, Family,
+    GatekeeperSettings, Limits, Link, Rebalance, Region, RegionId, SocketMode, TtsRule,
 };
 
 /// Region numbers allowed (docs/rules.md §1: "a number from 1 to 2000").
@@ -48,7 +48,10 @@ pub(crate) fn convert(file: FileConfig) -> Result<Config, Fault> {
     }
     let agl = agl(&file.agl)?;
     let links = links(&file.link, &known)?;
-    let clans = clans(&file.clan, &known, gatekeeper.discovery)?;
+    let discoveries: Vec<SocketAddr> = std::iter::once(gatekeeper.discovery)
+        .chain(gatekeeper.discovery6)
+        .collect();
+    let clans = clans(&file.clan, &known, &discoveries)?;
     if gatekeeper.sockets == SocketMode::Tcp {
         signal_addresses_apart(&clans)?;
     }
@@ -206,6 +209,24 @@ fn region_id(field: &str, value: i64) -> Result<RegionId, Fault> {
 
 /// A CIDR network, kept with its host bits cleared so that equal networks compare equal.
 fn network(field: &str, text: &str) -> Result<IpNet, Fault> {
+    // A prefix too long for its family says so, rather than "not a network".
+    if let Some((ip, length)) = text.split_once('/') {
+        if let (Ok(ip), Ok(length)) = (ip.parse::<std::net::IpAddr>(), length.parse::<u32>()) {
+            let (most, family) = match ip {
+                std::net::IpAddr::V4(_) => (32, "IPv4"),
+                std::net::IpAddr::V6(_) => (128, "IPv6"),
+            };
+            if length > most {
+                return Err(Fault::new(
+                    field,
+                    format!(
+                        "{text:?} has a prefix of {length} bits, longer than an {family} \
+                         address ({most} bits)"
+                    ),
+                ));
+            }
+        }
+    }
     text.parse::<IpNet>().map(|net| net.trunc()).map_err(|_| {
         Fault::new(
             field,
@@ -236,6 +257,23 @@ fn at_least_one(field: &str, value: u64) -> Result<(), Fault> {
 
 fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSettings, Fault> {
     let discovery = address("gatekeeper.discovery", &gk.discovery)?;
+    let discovery6 = gk
+        .discovery6
+        .as_deref()
+        .map(|text| address("gatekeeper.discovery6", text))
+        .transpose()?;
+    if let Some(second) = discovery6 {
+        if Family::of(second.ip()) == Family::of(discovery.ip()) {
+            return Err(Fault::new(
+                "gatekeeper.discovery6",
+                format!(
+                    "{second} is of the same family as discovery ({discovery}); discovery6 is \
+                     the discovery address of the other family (IPv6 beside IPv4), so that \
+                     phones of both can find the gatekeeper"
+                ),
+            ));
+        }
+    }
     gatekeeper_id(&gk.gatekeeper_id)?;
     at_least_one("gatekeeper.ttl_s", gk.ttl_s.into())?;
     at_least_one("gatekeeper.gcf_hold_s", gk.gcf_hold_s.into())?;
@@ -260,6 +298,7 @@ fn gatekeeper(gk: &GatekeeperFile, known: &KnownRegions) -> Result<GatekeeperSet
     }
     Ok(GatekeeperSettings {
         discovery,
+        discovery6,
         multicast: gk.multicast,
         gatekeeper_id: gk.gatekeeper_id.clone(),
         ttl_s: gk.ttl_s,
@@ -372,10 +411,61 @@ fn duplicates(a: &Link, b: &Link) -> bool {
     same || (reversed && (a.symmetric || b.symmetric))
 }
 
+/// A C-LAN's RAS addresses (docs/rules.md §17): `address` (IPv4, or IPv6 for a board that
+/// has no IPv4 address), `address6` (IPv6), or both; at least one. The primary address and
+/// the IPv6 one, if any.
+fn clan_addresses(
+    field: impl Fn(&str) -> String,
+    entry: &ClanFile,
+) -> Result<(SocketAddr, Option<SocketAddr>), Fault> {
+    let given = entry
+        .address
+        .as_deref()
+        .map(|text| address(&field("address"), text))
+        .transpose()?;
+    let given6 = entry
+        .address6
+        .as_deref()
+        .map(|text| address(&field("address6"), text))
+        .transpose()?;
+    if let Some(six) = given6 {
+        if !six.is_ipv6() {
+            return Err(Fault::new(
+                field("address6"),
+                format!(
+                    "{six} is an IPv4 address; address6 takes the C-LAN's IPv6 address, such \
+                     as \"[fd00::1]:1719\" (an IPv4 address goes in address)"
+                ),
+            ));
+        }
+    }
+    match (given, given6) {
+        (None, None) => Err(Fault::new(
+            field("address"),
+            format!(
+                "clan {:?} has neither address (IPv4) nor address6 (IPv6); a C-LAN needs at \
+                 least one",
+                entry.name
+            ),
+        )),
+        (Some(address), Some(_)) if address.is_ipv6() => Err(Fault::new(
+            field("address6"),
+            format!(
+                "clan {:?} has an IPv6 address in address ({address}) already; one board has \
+                 one address of each family: give its IPv4 address in address, or leave \
+                 address6 out",
+                entry.name
+            ),
+        )),
+        (Some(address), six) => Ok((address, six.or(address.is_ipv6().then_some(address)))),
+        (None, Some(six)) => Ok((six, Some(six))),
+    }
+}
+
 fn clans(
     entries: &[ClanFile],
     known: &KnownRegions,
-    discovery: SocketAddr,
+    discoveries: &[SocketAddr],
 ) -> Result<Vec<Clan>, Fault> {
     if entries.is_empty() {
         return Err(Fault::new(
@@ -396,43 +486,15 @@ fn clans(
             ));
         }
         let region = known.resolve(&field("region"), entry.region)?;
-        let address = address(&field("address"), &entry.address)?;
-        if address.ip().is_unspecified() {
-            return Err(Fault::new(
-                field("address"),
-                format!(
-                    "{address} is a wildcard address; a C-LAN's address is sent to phones \
-                     in GCF, so it must be one they can reach"
-                ),
-            ));
-        }
-        if address.port() == 0 {
-            return Err(Fault::new(
-                field("address"),
-                format!(
-                    "{address} has port 0; a C-LAN's address is sent to phones in GCF, so it \
-                     needs its real port (RAS is 1719)"
-                ),
-            ));
-        }
-        if address == discovery {
-            return Err(Fault::new(
-                field("address"),
-                format!(
-                    "{address} of clan {:?} is the discovery address (gatekeeper.discovery), \
-                     which is not a C-LAN",
-                    entry.name
-                ),
-            ));
-        }
-        if let Some(other) = clans.iter().find(|c| c.address == address) {
-            return Err(Fault::new(
-                field("address"),
-                format!(
-                    "{address} of clan {:?} is already the address of clan {:?}",
-                    entry.name, other.name
-                ),
-            ));
+        let (primary, address6) = clan_addresses(field, entry)?;
+        for address in std::iter::once(primary).chain(address6.filter(|&a| a != primary)) {
+            // The field it came from: address6 unless it is the one `address` gave.
+            let given_as = if entry.address.is_some() && address == primary {
+                "address"
+            } else {
+                "address6"
+            };
+            clan_address_apart(&field(given_as), address, &entry.name, &clans, discoveries)?;
         }
         if entry.priority == 0 {
             return Err(Fault::new(
@@ -463,7 +525,8 @@ fn clans(
         clans.push(Clan {
             name: entry.name.clone(),
             region,
-            address,
+            address: primary,
+            address6,
             priority: entry.priority,
             max_sockets: entry.max_sockets,
             in_service: entry.in_service,
@@ -474,6 +537,57 @@ fn clans(
         });
     }
     Ok(clans)
+}
+
+/// One RAS address of a C-LAN (the field `field`): reachable (no wildcard, a real port), not a
+/// discovery address, and no other C-LAN's.
+fn clan_address_apart(
+    field: &str,
+    address: SocketAddr,
+    name: &str,
+    clans: &[Clan],
+    discoveries: &[SocketAddr],
+) -> Result<(), Fault> {
+    if address.ip().is_unspecified() {
+        return Err(Fault::new(
+            field,
+            format!(
+                "{address} is a wildcard address; a C-LAN's address is sent to phones in GCF, \
+                 so it must be one they can reach"
+            ),
+        ));
+    }
+    if address.port() == 0 {
+        return Err(Fault::new(
+            field,
+            format!(
+                "{address} has port 0; a C-LAN's address is sent to phones in GCF, so it needs \
+                 its real port (RAS is 1719)"
+            ),
+        ));
+    }
+    if discoveries.contains(&address) {
+        return Err(Fault::new(
+            field,
+            format!(
+                "{address} of clan {name:?} is a discovery address (gatekeeper.discovery or \
+                 discovery6), which is not a C-LAN"
+            ),
+        ));
+    }
+    if let Some(other) = clans
+        .iter()
+        .find(|c| c.ras_addresses().any(|a| a == address))
+    {
+        return Err(Fault::new(
+            field,
+            format!(
+                "{address} of clan {name:?} is already an address of clan {:?}",
+                other.name
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn tts_rules(entries: &[TtsFile], known: &KnownRegions) -> Result<Vec<TtsRule>, Fault> {
@@ -718,7 +832,7 @@ mod tests {
         assert_eq!(e.field, "clan[1].address");
         assert!(
             e.reason
-                .contains("10.1.0.1:1719 of clan \"b\" is already the address of clan \"a\""),
+                .contains("10.1.0.1:1719 of clan \"b\" is already an address of clan \"a\""),
             "{e}"
         );
     }

@@ -139,6 +139,8 @@ fn default_distribution() -> Distribution {
 pub(crate) struct GatekeeperFile {
     #[serde(default = "default_discovery")]
     pub discovery: String,
+    #[serde(default)]
+    pub discovery6: Option<String>,
     #[serde(default = "default_multicast")]
     pub multicast: bool,
     #[serde(default = "default_gatekeeper_id")]
@@ -179,6 +181,7 @@ impl Default for GatekeeperFile {
     fn default() -> Self {
         GatekeeperFile {
             discovery: default_discovery(),
+            discovery6: None,
             multicast: default_multicast(),
             gatekeeper_id: default_gatekeeper_id(),
             ttl_s: default_ttl_s(),
@@ -288,7 +291,10 @@ pub(crate) struct LinkFile {
 pub(crate) struct ClanFile {
     pub name: String,
     pub region: i64,
-    pub address: String,
+    #[serde(default)]
+    pub address: Option<String>,
+    #[serde(default)]
+    pub address6: Option<String>,
     #[serde(default = "default_clan_priority")]
     pub priority: u8,
     #[serde(default = "default_clan_max_sockets")]

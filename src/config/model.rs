@@ -164,6 +164,9 @@ pub enum CallSignalling {
 pub struct GatekeeperSettings {
     /// Where GRQs arrive (unicast). Never a C-LAN's address.
     pub discovery: SocketAddr,
+    /// A second discovery address of the other family than `discovery` (IPv6 phones' beside
+    /// IPv4 phones'), if any.
+    pub discovery6: Option<SocketAddr>,
     /// Also answer GRQ on 224.0.1.41:1718.
     pub multicast: bool,
     /// The `gatekeeperIdentifier`, 1–128 characters.
@@ -266,6 +269,29 @@ pub enum ClanKind {
     Pe,
 }
 
+/// An IP address family: a phone is served over the family it used, by the C-LANs that have
+/// an address of it (docs/rules.md §17).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Family {
+    /// IPv4.
+    V4,
+    /// IPv6.
+    V6,
+}
+
+impl Family {
+    /// The family of an address (an IPv4-mapped IPv6 address is IPv4).
+    pub fn of(ip: std::net::IpAddr) -> Family {
+        match ip.to_canonical() {
+            std::net::IpAddr::V4(_) => Family::V4,
+            std::net::IpAddr::V6(_) => Family::V6,
+        }
+    }
+
+    /// Both families, IPv4 first.
+    pub const ALL: [Family; 2] = [Family::V4, Family::V6];
+}
+
 /// `[[clan]]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Clan {
@@ -273,8 +299,12 @@ pub struct Clan {
     pub name: String,
     /// An existing region.
     pub region: RegionId,
-    /// Its RAS address; unique, never the discovery address.
+    /// Its RAS address: the IPv4 one, or the IPv6 one of a C-LAN that has no IPv4 address;
+    /// unique, never a discovery address.
     pub address: SocketAddr,
+    /// Its IPv6 RAS address, if it has one (a dual-stack board has both, one place count
+    /// for the two); equal to `address` for a C-LAN with IPv6 alone.
+    pub address6: Option<SocketAddr>,
     /// 1 is best; ≥ 1.
     pub priority: u8,
     /// Socket cap, ≥ 1 (default 480).
@@ -298,6 +328,36 @@ impl Clan {
     /// Its call signalling address: its IP, `signal_port`.
     pub fn signal_address(&self) -> SocketAddr {
         SocketAddr::new(self.address.ip(), self.signal_port)
+    }
+
+    /// Its RAS address of `family`, if it has one.
+    pub fn ras_address(&self, family: Family) -> Option<SocketAddr> {
+        match family {
+            Family::V4 => self.address.is_ipv4().then_some(self.address),
+            Family::V6 => self.address6,
+        }
+    }
+
+    /// Its call signalling address of `family`, if it has an address of it.
+    pub fn signal_address_of(&self, family: Family) -> Option<SocketAddr> {
+        self.ras_address(family)
+            .map(|address| SocketAddr::new(address.ip(), self.signal_port))
+    }
+
+    /// Does it serve phones of `family`?
+    pub fn serves(&self, family: Family) -> bool {
+        self.ras_address(family).is_some()
+    }
+
+    /// Every RAS address it has: `address`, then the IPv6 one of a dual-stack board.
+    pub fn ras_addresses(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        std::iter::once(self.address).chain(self.address6.filter(|&a| a != self.address))
+    }
+
+    /// Every call signalling address it has, in the order of [`Clan::ras_addresses`].
+    pub fn signal_addresses(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        self.ras_addresses()
+            .map(|address| SocketAddr::new(address.ip(), self.signal_port))
     }
 }
 

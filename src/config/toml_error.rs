@@ -148,9 +148,9 @@ mod tests {
 
     #[test]
     fn missing_key_names_the_key() {
-        let e = error_of("[[clan]]\nname = \"a\"\nregion = 1\n");
-        assert_eq!(e.field, "clan[0].address");
-        assert!(e.reason.contains("address"), "{e}");
+        let e = error_of("[[clan]]\nname = \"a\"\naddress = \"127.0.1.1:1719\"\n");
+        assert_eq!(e.field, "clan[0].region");
+        assert!(e.reason.contains("region"), "{e}");
     }
 
     #[test]

@@ -30,7 +30,10 @@ impl Gatekeeper {
         self.config
             .clans
             .iter()
-            .map(|clan| (clan.signal_address(), clan.name.clone()))
+            .flat_map(|clan| {
+                clan.signal_addresses()
+                    .map(move |address| (address, clan.name.clone()))
+            })
             .collect()
     }
 
@@ -530,7 +533,6 @@ impl Gatekeeper {
             return;
         }
         let max = self.config.gatekeeper.max_setups_per_clan;
-        let from = self.config.clans[clan].address.ip();
         let timeout = self.config.gatekeeper.setup_timeout;
         while self.signalling.clans[clan].setups < max {
             let Some(key) = self.signalling.clans[clan].queue.pop_front() else {
@@ -546,6 +548,10 @@ impl Gatekeeper {
             let Some(to) = to else {
                 continue;
             };
+            // From the C-LAN's address of the phone's family (docs/rules.md §17).
+            let from = self
+                .ras_address(clan, crate::config::Family::of(to.ip()))
+                .ip();
             let id = self.signalling.new_id();
             let deadline = now + timeout;
             self.signalling

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::topology::ClanIdx;
 use super::{policy, Gatekeeper, Reply, Reservation, Timer};
+use crate::config::Family;
 use crate::ras::reply::{self, GrjReason};
 use crate::ras::Discovery;
 
@@ -41,6 +42,7 @@ impl Gatekeeper {
         }
         self.release_reservation(from);
         let home = self.home_region(local, from.ip());
+        let family = Family::of(from.ip());
         let tiers = self.topology.tiers(home);
         let own_socket = self
             .registry
@@ -52,26 +54,29 @@ impl Gatekeeper {
         if let Some(own) = own_socket {
             self.loads.remove_socket(own);
         }
-        let chosen = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode);
+        let chosen = policy::choose_clan(
+            &tiers,
+            &self.loads,
+            self.config.gatekeeper.tier_mode,
+            family,
+        );
         if let Some(own) = own_socket {
             self.loads.add_socket(own);
         }
         if let (Some(clan), Some(own)) = (chosen, own_socket) {
             if clan == own {
                 tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF: its own socket's C-LAN");
-                let address = self.config.clans[clan].address;
+                let address = self.ras_address(clan, family);
                 return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
             }
         }
         // A gateway takes no socket: with every C-LAN full, it registers at the first one of
         // its tiers in service all the same.
         let for_gateway = || {
-            tiers
-                .group_clans
-                .iter()
-                .flatten()
-                .copied()
-                .find(|&clan| self.loads.get(clan).in_service)
+            tiers.group_clans.iter().flatten().copied().find(|&clan| {
+                let load = self.loads.get(clan);
+                load.in_service && load.serves(family)
+            })
         };
         let chosen = match chosen.filter(|&clan| self.loads.get(clan).available()) {
             None if discovery.gateway => for_gateway(),
@@ -88,18 +93,18 @@ impl Gatekeeper {
         if discovery.gateway {
             // A gateway is a trunk member: it never takes a C-LAN socket, so no place.
             tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF, no reservation: a gateway");
-            let address = self.config.clans[clan].address;
+            let address = self.ras_address(clan, family);
             return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
         }
         if self.tts_at_discovery(discovery, home) {
             self.stats.gcf_tts += 1;
             tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF, no reservation: a TTS phone");
-            let address = self.config.clans[clan].address;
+            let address = self.ras_address(clan, family);
             return Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()));
         }
         self.hold_place(now, from, clan);
         tracing::debug!(region = home, clan = %self.config.clans[clan].name, "GCF");
-        let address = self.config.clans[clan].address;
+        let address = self.ras_address(clan, family);
         Some(self.gatekeeper_confirm(seq, address, discovery.avaya.is_some()))
     }
 

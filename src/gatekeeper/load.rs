@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::topology::ClanIdx;
 use super::warnings::Warnings;
-use crate::config::RegionId;
+use crate::config::{Family, RegionId};
 
 /// One C-LAN's counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +25,17 @@ pub struct ClanLoad {
     pub region: RegionId,
     /// Priority (fixed; 1 is best).
     pub priority: u8,
+    /// Whether it has an IPv4 and an IPv6 address (fixed): it serves phones of those
+    /// families (docs/rules.md §17).
+    pub families: [bool; 2],
 }
 
 impl ClanLoad {
+    /// Does it serve phones of `family`?
+    pub fn serves(&self, family: Family) -> bool {
+        self.families[family as usize]
+    }
+
     /// Sockets + reservations.
     pub fn load(&self) -> u32 {
         self.sockets + self.reserved
@@ -39,12 +47,16 @@ impl ClanLoad {
     }
 }
 
+/// Per priority class, the available C-LANs as (load, index), best first.
+type Classes = BTreeMap<u8, BTreeSet<(u32, ClanIdx)>>;
+
 /// Loads of all C-LANs plus the index of available ones.
 #[derive(Debug, Clone, Default)]
 pub struct Loads {
     clans: Vec<ClanLoad>,
-    /// Per region, per priority class: available C-LANs as (load, index).
-    available: HashMap<RegionId, BTreeMap<u8, BTreeSet<(u32, ClanIdx)>>>,
+    /// Per region and address family, per priority class: available C-LANs as (load,
+    /// index). A dual-stack C-LAN stands under both families.
+    available: HashMap<(RegionId, Family), Classes>,
     /// The `warn_sockets` thresholds and the warnings standing (none until
     /// [`Loads::set_warnings`]).
     warnings: Warnings,
@@ -93,10 +105,11 @@ impl Loads {
         &self.clans
     }
 
-    /// The best available C-LAN of a region: (priority, load, index) of the least loaded
-    /// C-LAN of its best priority class that has room.
-    pub fn best_in_region(&self, region: RegionId) -> Option<(u8, u32, ClanIdx)> {
-        let classes = self.available.get(&region)?;
+    /// The best available C-LAN of a region for phones of `family`: (priority, load, index)
+    /// of the least loaded C-LAN of its best priority class that has room and an address of
+    /// that family.
+    pub fn best_in_region(&self, region: RegionId, family: Family) -> Option<(u8, u32, ClanIdx)> {
+        let classes = self.available.get(&(region, family))?;
         let (&priority, set) = classes.iter().next()?;
         let &(load, idx) = set.iter().next()?;
         Some((priority, load, idx))
@@ -107,17 +120,26 @@ impl Loads {
         (clan.region, clan.priority, (clan.load(), idx))
     }
 
+    /// The families a C-LAN serves.
+    fn families(&self, idx: ClanIdx) -> impl Iterator<Item = Family> + use<> {
+        let served = self.clans[idx].families;
+        Family::ALL.into_iter().filter(move |&f| served[f as usize])
+    }
+
     fn unindex(&mut self, idx: ClanIdx) {
         let (region, priority, entry) = self.key(idx);
-        if let Some(classes) = self.available.get_mut(&region) {
-            if let Some(set) = classes.get_mut(&priority) {
-                set.remove(&entry);
-                if set.is_empty() {
-                    classes.remove(&priority);
+        for family in self.families(idx) {
+            let key = (region, family);
+            if let Some(classes) = self.available.get_mut(&key) {
+                if let Some(set) = classes.get_mut(&priority) {
+                    set.remove(&entry);
+                    if set.is_empty() {
+                        classes.remove(&priority);
+                    }
                 }
-            }
-            if classes.is_empty() {
-                self.available.remove(&region);
+                if classes.is_empty() {
+                    self.available.remove(&key);
+                }
             }
         }
     }
@@ -125,12 +147,14 @@ impl Loads {
     fn index(&mut self, idx: ClanIdx) {
         if self.clans[idx].available() {
             let (region, priority, entry) = self.key(idx);
-            self.available
-                .entry(region)
-                .or_default()
-                .entry(priority)
-                .or_default()
-                .insert(entry);
+            for family in self.families(idx) {
+                self.available
+                    .entry((region, family))
+                    .or_default()
+                    .entry(priority)
+                    .or_default()
+                    .insert(entry);
+            }
         }
     }
 
@@ -198,25 +222,48 @@ mod tests {
             in_service: true,
             region,
             priority,
+            families: [true, false],
         }
     }
 
     #[test]
     fn best_is_least_loaded_of_the_best_class() {
         let mut loads = Loads::new([clan(1, 2, 9), clan(1, 1, 2), clan(1, 1, 2), clan(2, 1, 9)]);
-        assert_eq!(loads.best_in_region(1), Some((1, 0, 1)));
+        assert_eq!(loads.best_in_region(1, Family::V4), Some((1, 0, 1)));
         loads.add_socket(1);
-        assert_eq!(loads.best_in_region(1), Some((1, 0, 2)));
+        assert_eq!(loads.best_in_region(1, Family::V4), Some((1, 0, 2)));
         loads.reserve(2);
         loads.reserve(2);
-        assert_eq!(loads.best_in_region(1), Some((1, 1, 1)));
+        assert_eq!(loads.best_in_region(1, Family::V4), Some((1, 1, 1)));
         loads.add_socket(1);
         // Both priority-1 C-LANs are full: the class falls back to priority 2.
-        assert_eq!(loads.best_in_region(1), Some((2, 0, 0)));
+        assert_eq!(loads.best_in_region(1, Family::V4), Some((2, 0, 0)));
         loads.set_in_service(0, false);
-        assert_eq!(loads.best_in_region(1), None);
+        assert_eq!(loads.best_in_region(1, Family::V4), None);
         loads.release(2);
-        assert_eq!(loads.best_in_region(1), Some((1, 1, 2)));
-        assert_eq!(loads.best_in_region(3), None);
+        assert_eq!(loads.best_in_region(1, Family::V4), Some((1, 1, 2)));
+        assert_eq!(loads.best_in_region(3, Family::V4), None);
+    }
+
+    #[test]
+    fn a_family_sees_only_the_clans_with_an_address_of_it() {
+        let with = |families| ClanLoad {
+            families,
+            ..clan(1, 1, 5)
+        };
+        let mut loads = Loads::new([with([true, false]), with([false, true]), with([true, true])]);
+        assert_eq!(loads.best_in_region(1, Family::V4), Some((1, 0, 0)));
+        assert_eq!(loads.best_in_region(1, Family::V6), Some((1, 0, 1)));
+        // The dual-stack C-LAN: one load for both families.
+        loads.add_socket(0);
+        loads.add_socket(1);
+        assert_eq!(loads.best_in_region(1, Family::V4), Some((1, 0, 2)));
+        assert_eq!(loads.best_in_region(1, Family::V6), Some((1, 0, 2)));
+        loads.add_socket(2);
+        loads.add_socket(2);
+        assert_eq!(loads.best_in_region(1, Family::V4), Some((1, 1, 0)));
+        assert_eq!(loads.best_in_region(1, Family::V6), Some((1, 1, 1)));
+        loads.set_in_service(1, false);
+        assert_eq!(loads.best_in_region(1, Family::V6), Some((1, 2, 2)));
     }
 }

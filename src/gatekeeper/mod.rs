@@ -61,7 +61,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::calls::{Calls, TrunkMembers};
-use crate::config::{Clan, Config, RegionId};
+use crate::config::{Clan, Config, Family, RegionId};
 use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
 use crate::ras::{self, Discovery, FullRegistration, KeepAlive, MessageKind, RasMessage, Request};
 use agls::Agls;
@@ -112,11 +112,14 @@ fn agl_entries(
     clans: &[Clan],
     gatekeeper_id: &GatekeeperId,
     agl: &[ClanIdx],
+    family: Family,
 ) -> Vec<AlternateGatekeeper> {
     agl.iter()
         .enumerate()
         .map(|(priority, &idx)| AlternateGatekeeper {
-            ras_address: clans[idx].address,
+            // The address of the phone's family (docs/rules.md §17): its AGL holds C-LANs
+            // that have one.
+            ras_address: clans[idx].ras_address(family).unwrap_or(clans[idx].address),
             gatekeeper_id: Some(gatekeeper_id.clone()),
             priority: priority.min(127) as u8,
         })
@@ -240,8 +243,9 @@ pub struct Gatekeeper {
     topology: Topology,
     loads: Loads,
     registry: Registry,
-    /// The AGLs the registrations hold, one copy each.
-    agls: Agls,
+    /// The AGLs the registrations hold, one copy each, apart for each address family (an
+    /// AGL's entries name the C-LANs' addresses of its phone's family).
+    agls: [Agls; 2],
     reservations: Reservations,
     retransmits: RetransmitCache,
     rate_limit: RateLimit,
@@ -293,6 +297,7 @@ impl Gatekeeper {
             in_service: clan.in_service,
             region: clan.region,
             priority: clan.priority,
+            families: Family::ALL.map(|family| clan.serves(family)),
         }));
         loads.set_warnings(config.clans.iter().map(|clan| clan.warn_sockets));
         let rng = ChaCha8Rng::seed_from_u64(config.gatekeeper.seed.unwrap_or(0));
@@ -306,7 +311,7 @@ impl Gatekeeper {
         );
         let retransmits = RetransmitCache::new(config.limits.max_cached_replies);
         let rate_limit = RateLimit::new(&config.limits);
-        let signalling = Signalling::new(config.clans.iter().map(Clan::signal_address));
+        let signalling = Signalling::new(&config.clans);
         let relay = Relay::new(config.clans.len());
         let rebalance = Rebalancer::new(config.rebalance);
         Ok(Gatekeeper {
@@ -316,7 +321,7 @@ impl Gatekeeper {
             topology,
             loads,
             registry: Registry::default(),
-            agls: Agls::default(),
+            agls: Default::default(),
             reservations: Reservations::default(),
             retransmits,
             rate_limit,
@@ -405,10 +410,25 @@ impl Gatekeeper {
         self.config.clans[idx].name.clone()
     }
 
+    /// A C-LAN's RAS address for a phone of `family` (docs/rules.md §17). The rules offer a
+    /// phone only C-LANs with an address of its family; its primary address otherwise.
+    fn ras_address(&self, idx: ClanIdx, family: Family) -> SocketAddr {
+        let clan = &self.config.clans[idx];
+        clan.ras_address(family).unwrap_or(clan.address)
+    }
+
+    /// A C-LAN's call signalling address for a phone of `family`, likewise.
+    fn signal_address_for(&self, idx: ClanIdx, family: Family) -> SocketAddr {
+        let clan = &self.config.clans[idx];
+        clan.signal_address_of(family)
+            .unwrap_or_else(|| clan.signal_address())
+    }
+
     /// Every local address a socket must be bound to: discovery first, then each C-LAN's.
     pub fn local_addresses(&self) -> Vec<SocketAddr> {
         let mut addresses = vec![self.config.gatekeeper.discovery];
-        addresses.extend(self.config.clans.iter().map(|clan| clan.address));
+        addresses.extend(self.config.gatekeeper.discovery6);
+        addresses.extend(self.config.clans.iter().flat_map(Clan::ras_addresses));
         addresses
     }
 
@@ -777,8 +797,8 @@ impl Gatekeeper {
     }
 
     /// The AGL entries of a list of C-LANs, priorities 0, 1, 2, ….
-    fn agl_entries(&self, agl: &[ClanIdx]) -> Vec<AlternateGatekeeper> {
-        agl_entries(&self.config.clans, &self.gatekeeper_id, agl)
+    fn agl_entries(&self, agl: &[ClanIdx], family: Family) -> Vec<AlternateGatekeeper> {
+        agl_entries(&self.config.clans, &self.gatekeeper_id, agl, family)
     }
 
     /// A GCF naming `ras_address`, written by the hand-written encoder (the generated codec
@@ -1074,7 +1094,9 @@ impl Gatekeeper {
         for key in keys {
             if let Some(registration) = self.unregister(now, key, Ending::ClanOutOfService) {
                 let tiers = self.topology.tiers(registration.region).into_owned();
-                let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
+                let family = registration.family();
+                let agl =
+                    policy::build_agl(&tiers, &self.loads, &self.config.agl, family, &mut self.rng);
                 let reason = reply::UrqReason::ReregistrationRequired;
                 out.extend(self.send_urq(now, (key, &registration), reason, &agl));
             }
@@ -1091,7 +1113,7 @@ impl Gatekeeper {
         reason: reply::UrqReason,
         agl: &[ClanIdx],
     ) -> Option<Transmit> {
-        let local = self.config.clans[removed.1.registered_via].address;
+        let local = self.ras_address(removed.1.registered_via, removed.1.family());
         self.urq_from(now, local, removed, reason, agl, true)
     }
 
@@ -1106,7 +1128,7 @@ impl Gatekeeper {
         agl: &[ClanIdx],
         retry: bool,
     ) -> Option<Transmit> {
-        let entries = self.agl_entries(agl);
+        let entries = self.agl_entries(agl, registration.family());
         let seq = self.next_seq();
         let mut urq = reply::unregistration_request(&reply::Urq {
             request_seq_num: seq,

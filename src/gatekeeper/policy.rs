@@ -7,19 +7,27 @@ use rand::Rng;
 
 use super::load::Loads;
 use super::topology::{ClanIdx, Tiers};
-use crate::config::{AglQuotas, TierMode};
+use crate::config::{AglQuotas, Family, TierMode};
 
 /// The C-LAN a GCF names (docs/rules.md §4.1, §4.2): the first tier with a candidate; within it, by
 /// `mode`, the first region in order with one (`Ordered`) or the best across the tier (`Pooled`);
 /// within a region the least loaded C-LAN of the best priority class, ties by configuration order.
-/// `None`: no C-LAN anywhere has room (GRJ `resourceUnavailable`).
-pub fn choose_clan(tiers: &Tiers, loads: &Loads, mode: TierMode) -> Option<ClanIdx> {
+/// `None`: no C-LAN anywhere has room (GRJ `resourceUnavailable`). Only C-LANs with an
+/// address of the phone's `family` count (docs/rules.md §17).
+pub fn choose_clan(
+    tiers: &Tiers,
+    loads: &Loads,
+    mode: TierMode,
+    family: Family,
+) -> Option<ClanIdx> {
     for regions in tiers.groups() {
         let best = match mode {
-            TierMode::Ordered => regions.iter().find_map(|&r| loads.best_in_region(r)),
+            TierMode::Ordered => regions
+                .iter()
+                .find_map(|&r| loads.best_in_region(r, family)),
             TierMode::Pooled => regions
                 .iter()
-                .filter_map(|&r| loads.best_in_region(r))
+                .filter_map(|&r| loads.best_in_region(r, family))
                 .min(),
         };
         if let Some((_, _, idx)) = best {
@@ -31,11 +39,12 @@ pub fn choose_clan(tiers: &Tiers, loads: &Loads, mode: TierMode) -> Option<ClanI
 
 /// The AGL of a phone (docs/rules.md §6.1): for each group (home, direct, indirect) the C-LANs that
 /// can take a phone, in configuration order, cut cyclically from a random offset, up to the group's
-/// quota and the total `max`.
+/// quota and the total `max`; only C-LANs with an address of the phone's `family`.
 pub fn build_agl(
     tiers: &Tiers,
     loads: &Loads,
     quotas: &AglQuotas,
+    family: Family,
     rng: &mut impl Rng,
 ) -> Vec<ClanIdx> {
     let mut agl = Vec::new();
@@ -48,7 +57,7 @@ pub fn build_agl(
         let eligible: Vec<ClanIdx> = clans
             .iter()
             .copied()
-            .filter(|&idx| loads.get(idx).available())
+            .filter(|&idx| loads.get(idx).available() && loads.get(idx).serves(family))
             .collect();
         if eligible.is_empty() {
             continue;

@@ -256,6 +256,15 @@ impl Gatekeeper {
             let Some(clan) = registration.socket.filter(|clan| heavy.contains(clan)) else {
                 continue;
             };
+            // Only towards a C-LAN with an address of the phone's family (docs/rules.md §17).
+            let family = registration.family();
+            let reachable = found
+                .iter()
+                .find(|i| i.heavy == clan)
+                .is_some_and(|i| self.loads.get(i.light).serves(family));
+            if !reachable {
+                continue;
+            }
             if self.calls.has_calls_of(key) || self.trunk_members.has_calls_of(key) {
                 continue;
             }
@@ -301,6 +310,7 @@ impl Gatekeeper {
                 .iter()
                 .copied()
                 .filter(|&clan| clan != from && clan != to && self.loads.get(clan).available()),
+            // (The rest of its AGL is of its family already.)
         );
         agl.truncate(self.config.agl.max.max(1));
         let (from_name, to_name) = (self.clan_name(from), self.clan_name(to));
@@ -356,6 +366,7 @@ mod tests {
 
     fn clan(region: RegionId, priority: u8, sockets: u32) -> ClanLoad {
         ClanLoad {
+            families: [true, false],
             sockets,
             reserved: 0,
             cap: 100,

@@ -8,7 +8,7 @@ use super::events::{Ending, Event};
 use super::registry::{self, CallSignalAddresses, Registration};
 use super::{policy, Gatekeeper, Reply, Timer, TTS_RETRY};
 use crate::calls::{Member, NoRoute};
-use crate::config::NodeIdx;
+use crate::config::{Family, NodeIdx};
 use crate::ras::asn::{
     self, AdmissionRequest, BandwidthRequest, DisengageRequest, InfoRequestResponse,
     RegistrationRequest, UnregistrationRequest,
@@ -138,12 +138,12 @@ impl Gatekeeper {
             return Some(self.confirm_avaya(seq, key, registration));
         }
         let (clans, gatekeeper_id) = (&self.config.clans, &self.gatekeeper_id);
+        let family = registration.family();
         let agl = match &registration.agl[..] {
             [] => Some(None),
-            _ => self
-                .agls
+            _ => self.agls[family as usize]
                 .encoded(&registration.agl, |list| {
-                    hot_reply::agl_octets(&super::agl_entries(clans, gatekeeper_id, list))
+                    hot_reply::agl_octets(&super::agl_entries(clans, gatekeeper_id, list, family))
                 })
                 .map(Some),
         };
@@ -151,7 +151,10 @@ impl Gatekeeper {
         // The RCF names the gatekeeper's call signalling address (H.225.0 7.9.2): the
         // signalling address of the C-LAN the RRQ came to, where a non-TTS phone opens its
         // socket.
-        let signal_address = [clans[registration.registered_via].signal_address()];
+        let via = &clans[registration.registered_via];
+        let signal_address = [via
+            .signal_address_of(family)
+            .unwrap_or_else(|| via.signal_address())];
         let written = agl.and_then(|agl| {
             hot_reply::registration_confirm(
                 &mut self.scratch,
@@ -172,7 +175,7 @@ impl Gatekeeper {
                 self.arena.copy(&self.scratch),
             ));
         }
-        let agl = self.agl_entries(&registration.agl);
+        let agl = self.agl_entries(&registration.agl, family);
         Some(
             reply::registration_confirm(&reply::Rcf {
                 request_seq_num: seq,
@@ -190,8 +193,9 @@ impl Gatekeeper {
     /// The RCF of an Avaya endpoint's registration `key`: no `gatekeeperIdentifier`, in the
     /// message or its AGL entries.
     fn confirm_avaya(&self, seq: u16, key: u64, registration: &Registration) -> Reply {
-        let signal_address = [self.config.clans[registration.registered_via].signal_address()];
-        let agl = self.agl_entries(&registration.agl);
+        let family = registration.family();
+        let signal_address = [self.signal_address_for(registration.registered_via, family)];
+        let agl = self.agl_entries(&registration.agl, family);
         let mut rcf = reply::registration_confirm(&reply::Rcf {
             request_seq_num: seq,
             gatekeeper_id: &self.gatekeeper_id,
@@ -232,11 +236,16 @@ impl Gatekeeper {
     }
 
     /// Where GCF choice (docs/rules.md §4.1) would send this phone now, as `altGKInfo`.
-    fn alternative(&self, region: u16) -> Option<AltGkInfo> {
+    fn alternative(&self, region: u16, family: Family) -> Option<AltGkInfo> {
         let tiers = self.topology.tiers(region);
-        let clan = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode)?;
+        let clan = policy::choose_clan(
+            &tiers,
+            &self.loads,
+            self.config.gatekeeper.tier_mode,
+            family,
+        )?;
         Some(AltGkInfo {
-            alternates: self.agl_entries(&[clan]),
+            alternates: self.agl_entries(&[clan], family),
             permanent: false,
         })
     }
@@ -310,6 +319,7 @@ impl Gatekeeper {
                 .into();
         }
         let region = self.home_region(local, from.ip());
+        let family = Family::of(from.ip());
         // A gateway is a trunk member, not a phone: never TTS, and it takes no socket.
         let gateway = rrq.gateway;
         let tts = !gateway && self.is_tts(&aliases, region);
@@ -323,7 +333,7 @@ impl Gatekeeper {
                 || reservation == Some(clan)
                 || own_socket == Some(clan));
         if !room {
-            let alt = self.alternative(region);
+            let alt = self.alternative(region, family);
             return self
                 .reject_rrq(seq, RrjReason::ResourceUnavailable, alt)
                 .into();
@@ -376,8 +386,8 @@ impl Gatekeeper {
             Some(clan)
         };
         let tiers = self.topology.tiers(region);
-        let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
-        let agl = self.agls.intern(&agl);
+        let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, family, &mut self.rng);
+        let agl = self.agls[family as usize].intern(&agl);
         let ttl_s = self.granted_ttl(rrq.time_to_live);
         let registration = Registration {
             aliases: aliases.into_boxed_slice(),
@@ -506,9 +516,11 @@ impl Gatekeeper {
                 continue;
             };
             let tiers = self.topology.tiers(registration.region).into_owned();
+            let family = registration.family();
             if policy::choose_tts_clan(&tiers, &self.loads, &registration.agl).is_none() {
-                let agl = policy::build_agl(&tiers, &self.loads, &self.config.agl, &mut self.rng);
-                let agl = self.agls.intern(&agl);
+                let agl =
+                    policy::build_agl(&tiers, &self.loads, &self.config.agl, family, &mut self.rng);
+                let agl = self.agls[family as usize].intern(&agl);
                 if let Some(registration) = self.registry.get_mut(key) {
                     registration.agl = agl;
                 }

@@ -60,6 +60,13 @@ pub struct Registration {
     pub expires: Instant,
 }
 
+impl Registration {
+    /// The address family it is served over: that of its RAS source (docs/rules.md §17).
+    pub fn family(&self) -> crate::config::Family {
+        crate::config::Family::of(self.source.ip())
+    }
+}
+
 /// The `callSignalAddress` list of a registration: nearly always one address, held inline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallSignalAddresses {

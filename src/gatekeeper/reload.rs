@@ -163,14 +163,21 @@ impl Gatekeeper {
             };
             fresh.calls.end_all_of(key);
             fresh.trunk_members.end_all_of(key);
-            let local = self.config.clans[old.registered_via].address;
+            let family = old.family();
+            let local = self.ras_address(old.registered_via, family);
             let region = if fresh.config.region(old.region).is_some() {
                 old.region
             } else {
                 fresh.config.gatekeeper.default_region
             };
             let tiers = fresh.topology.tiers(region).into_owned();
-            let agl = policy::build_agl(&tiers, &fresh.loads, &fresh.config.agl, &mut fresh.rng);
+            let agl = policy::build_agl(
+                &tiers,
+                &fresh.loads,
+                &fresh.config.agl,
+                family,
+                &mut fresh.rng,
+            );
             let reason = UrqReason::ReregistrationRequired;
             reloaded
                 .transmits

@@ -76,7 +76,8 @@ impl Gatekeeper {
         if !answer_call {
             self.relay.admit(now, call_identifier, asking);
         }
-        let address = self.config.clans[clan].signal_address();
+        let family = self.registry.get(asking)?.family();
+        let address = self.signal_address_for(clan, family);
         Some(crate::ras::reply::admission_confirm(
             seq, address, band_width, true,
         ))

@@ -400,13 +400,16 @@ impl Signalling {
     /// signalling address (an IP with two RAS ports), and a table sized by the distinct
     /// addresses lost the last C-LANs from every view zipped with it. (Socket mode refuses a
     /// shared signalling address, so the address's first C-LAN is the one it names.)
-    pub fn new(signal_addresses: impl IntoIterator<Item = SocketAddr>) -> Signalling {
+    /// Each C-LAN's signalling addresses are those of its RAS addresses (a dual-stack board
+    /// listens on both).
+    pub fn new(clans: &[crate::config::Clan]) -> Signalling {
         let mut clan_at: HashMap<SocketAddr, ClanIdx> = HashMap::new();
-        let mut clans = 0;
-        for (idx, address) in signal_addresses.into_iter().enumerate() {
-            clan_at.entry(address).or_insert(idx);
-            clans = idx + 1;
+        for (idx, clan) in clans.iter().enumerate() {
+            for address in clan.signal_addresses() {
+                clan_at.entry(address).or_insert(idx);
+            }
         }
+        let clans = clans.len();
         Signalling {
             clans: vec![ClanSockets::default(); clans],
             clan_at,

@@ -289,17 +289,30 @@ impl Gatekeeper {
     /// generator.
     pub fn placement(&self, ip: std::net::IpAddr, aliases: &[crate::ras::Alias]) -> Placement {
         use super::policy;
-        let region = self.home_region(self.config.gatekeeper.discovery, ip);
+        let family = crate::config::Family::of(ip);
+        // The discovery address of the phone's family, where it would send its GRQ.
+        let discovery = self
+            .config
+            .gatekeeper
+            .discovery6
+            .filter(|d| crate::config::Family::of(d.ip()) == family)
+            .unwrap_or(self.config.gatekeeper.discovery);
+        let region = self.home_region(discovery, ip);
         let tts = self.is_tts(aliases, region);
         let tiers = self.topology.tiers(region);
-        let gcf = policy::choose_clan(&tiers, &self.loads, self.config.gatekeeper.tier_mode);
+        let gcf = policy::choose_clan(
+            &tiers,
+            &self.loads,
+            self.config.gatekeeper.tier_mode,
+            family,
+        );
         let mut loads = self.loads.clone();
         if let (Some(clan), false) = (gcf, tts) {
             loads.add_socket(clan);
         }
         let mut rng = self.rng.clone();
         let agl = match gcf {
-            Some(_) => policy::build_agl(&tiers, &loads, &self.config.agl, &mut rng),
+            Some(_) => policy::build_agl(&tiers, &loads, &self.config.agl, family, &mut rng),
             None => Vec::new(),
         };
         let socket = if tts {

@@ -320,7 +320,8 @@ impl Gatekeeper {
             .iter()
             .filter_map(|name| clans.get(name).copied())
             .collect();
-        let agl = self.agls.intern(&agl);
+        let family = crate::config::Family::of(saved.source.ip());
+        let agl = self.agls[family as usize].intern(&agl);
         if let Some(clan) = socket {
             self.loads.add_socket(clan);
         } else if saved.tts {

@@ -65,11 +65,12 @@ impl Topology {
     pub fn new(config: &Config) -> Topology {
         let clan_region: Vec<RegionId> = config.clans.iter().map(|c| c.region).collect();
         let clan_priority = config.clans.iter().map(|c| c.priority).collect();
+        // Every RAS address of each C-LAN: a dual-stack board is reached at both.
         let clan_at = config
             .clans
             .iter()
             .enumerate()
-            .map(|(idx, clan)| (clan.address, idx))
+            .flat_map(|(idx, clan)| clan.ras_addresses().map(move |address| (address, idx)))
             .collect();
         let mut tiers = HashMap::new();
         for region in &config.regions {

@@ -145,10 +145,14 @@ impl Server {
         let mut roles = vec![(config.gatekeeper.discovery, "discovery".to_string())];
         roles.extend(
             config
-                .clans
-                .iter()
-                .map(|clan| (clan.address, format!("C-LAN {}", clan.name))),
+                .gatekeeper
+                .discovery6
+                .map(|address| (address, "discovery6".to_string())),
         );
+        roles.extend(config.clans.iter().flat_map(|clan| {
+            clan.ras_addresses()
+                .map(move |address| (address, format!("C-LAN {}", clan.name)))
+        }));
         for (address, role) in roles {
             let socket = sockets::bind_udp(address).map_err(|source| ServerError::Bind {
                 address,

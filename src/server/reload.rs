@@ -32,7 +32,11 @@ pub(super) struct Sockets<'a> {
 
 /// The role of an address in a configuration, for messages.
 fn role(config: &Config, address: SocketAddr) -> String {
-    match config.clans.iter().find(|clan| clan.address == address) {
+    match config
+        .clans
+        .iter()
+        .find(|clan| clan.ras_addresses().any(|a| a == address))
+    {
         Some(clan) => format!("C-LAN {}", clan.name),
         None => "discovery".to_string(),
     }
@@ -71,7 +75,8 @@ pub(super) async fn reload(path: &Path, gatekeeper: &mut Gatekeeper, server: Soc
         config.gatekeeper.sockets = running.gatekeeper.sockets;
     }
     let wanted: Vec<SocketAddr> = std::iter::once(config.gatekeeper.discovery)
-        .chain(config.clans.iter().map(|clan| clan.address))
+        .chain(config.gatekeeper.discovery6)
+        .chain(config.clans.iter().flat_map(|clan| clan.ras_addresses()))
         .collect();
     let mut bound = Vec::new();
     for &address in &wanted {

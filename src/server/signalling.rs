@@ -125,8 +125,8 @@ pub(crate) fn listen(
     config
         .clans
         .iter()
-        .map(|clan| {
-            let address = clan.signal_address();
+        .flat_map(|clan| clan.signal_addresses().map(move |address| (clan, address)))
+        .map(|(clan, address)| {
             let listener = bind_listener(address).map_err(|source| super::ServerError::Bind {
                 address,
                 role: format!("C-LAN {} call signalling (TCP)", clan.name),
