@@ -115,21 +115,27 @@ const STOP: u8 = 3;
 async fn phone_loop(
     index: usize,
     workload: Workload,
-    target: SocketAddr,
+    (target, ipv6): (SocketAddr, bool),
     side: u8,
     mut turn: tokio::sync::watch::Receiver<u8>,
     counting: Arc<AtomicU8>,
     done: Arc<AtomicU64>,
 ) {
     let echo_mode = side == ECHO;
-    // The two sides' phones on their own addresses: 127.1.100+ and 127.1.180+.
+    // The two sides' phones on their own addresses: 127.1.100+ and 127.1.180+; over IPv6,
+    // each its own port of ::1 (the one IPv6 address loopback has).
     let base_net = if echo_mode { 100 } else { 180 };
-    let ip = Ipv4Addr::new(
-        127,
-        1,
-        base_net + (index / 250) as u8,
-        1 + (index % 250) as u8,
-    );
+    let ip: std::net::IpAddr = if ipv6 {
+        std::net::Ipv6Addr::LOCALHOST.into()
+    } else {
+        Ipv4Addr::new(
+            127,
+            1,
+            base_net + (index / 250) as u8,
+            1 + (index % 250) as u8,
+        )
+        .into()
+    };
     let Ok(socket) = UdpSocket::bind((ip, 0)).await else {
         return;
     };
@@ -256,11 +262,21 @@ async fn measure(
     echo: SocketAddr,
     rasgk: SocketAddr,
 ) -> Ceiling {
+    measure_sides(args, workload, [(echo, false), (rasgk, false)]).await
+}
+
+/// One workload against two sides, each a target and whether its phones use IPv6, measured
+/// in alternating slices: the first side's figures as `echo`, the second's as `rasgk`.
+async fn measure_sides(
+    args: &CeilingArgs,
+    workload: Workload,
+    sides: [(SocketAddr, bool); 2],
+) -> Ceiling {
     let (turn, watching) = tokio::sync::watch::channel(0u8);
     let counting = Arc::new(AtomicU8::new(0));
     let done = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
     let mut phones = tokio::task::JoinSet::new();
-    for (side, target, done) in [(ECHO, echo, &done[0]), (RASGK, rasgk, &done[1])] {
+    for (side, target, done) in [(ECHO, sides[0], &done[0]), (RASGK, sides[1], &done[1])] {
         for index in 0..args.concurrency {
             phones.spawn(phone_loop(
                 index,
@@ -310,6 +326,28 @@ async fn measure(
     }
 }
 
+/// GRQ over IPv6 against GRQ over IPv4: the same gatekeeper, its phones of either family in
+/// turns (docs/rules.md §17).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyRatio {
+    /// GRQs a second over IPv4, all slices together.
+    pub ipv4: f64,
+    /// GRQs a second over IPv6.
+    pub ipv6: f64,
+    /// IPv6 / IPv4 of each round.
+    pub pairs: Vec<f64>,
+}
+
+impl FamilyRatio {
+    /// The median of the rounds' ratios.
+    pub fn ratio(&self) -> f64 {
+        median(&self.pairs)
+    }
+}
+
+/// The IPv6 discovery address of [`bench_config`]: its phones GRQ there from ::1.
+const DISCOVERY6: &str = "[::1]:21719";
+
 /// What the ceiling measurement takes from `rasgk bench`'s options.
 #[derive(Debug, Clone, Copy)]
 pub struct CeilingArgs {
@@ -345,6 +383,32 @@ pub async fn ceilings(
     gatekeeper.stop().await;
     echo_responder.stop().await;
     Ok(figures)
+}
+
+/// GRQ over IPv6 against GRQ over IPv4 on the bench's gatekeeper, with dual-stack C-LANs (an
+/// IPv6 address on ::1 each) and a second discovery address on ::1: `--concurrency` phones of
+/// each family in a closed loop, in alternating slices as [`ceilings`] measures.
+pub async fn grq_families(args: &CeilingArgs) -> Result<FamilyRatio, String> {
+    let mut config = bench_config();
+    let discovery6: SocketAddr = DISCOVERY6.parse().expect("an address");
+    config.gatekeeper.discovery6 = Some(discovery6);
+    for (i, clan) in config.clans.iter_mut().enumerate() {
+        clan.address6 = Some(SocketAddr::new(discovery6.ip(), 21_720 + i as u16));
+    }
+    let discovery = config.gatekeeper.discovery;
+    let gatekeeper = super::Serving::start(config, "the bench's dual-stack gatekeeper").await?;
+    let measured = measure_sides(
+        args,
+        Workload::Grq,
+        [(discovery, false), (discovery6, true)],
+    )
+    .await;
+    gatekeeper.stop().await;
+    Ok(FamilyRatio {
+        ipv4: measured.echo,
+        ipv6: measured.rasgk,
+        pairs: measured.pairs,
+    })
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use calls::Concurrent;
-use ceiling::{Ceiling, CeilingArgs, Workload};
+use ceiling::{Ceiling, CeilingArgs, FamilyRatio, Workload};
 use placement::Placement;
 use plan::PlanScale;
 use relay::Relay;
@@ -183,6 +183,8 @@ const MAX_PLACEMENT_PHONES: usize = 60_000;
 pub struct Figures {
     /// Each workload against the echo ceiling.
     pub ceilings: Vec<Ceiling>,
+    /// GRQ over IPv6 against GRQ over IPv4.
+    pub families: Option<FamilyRatio>,
     /// The registration storm.
     pub storm: Option<Storm>,
     /// Resident bytes per registration, and at how many registrations.
@@ -229,6 +231,8 @@ pub mod targets {
     pub const RELAY_RATIO: f64 = 0.7;
     /// What the relay adds to the forwarder's Setup → Connect at p99, milliseconds.
     pub const RELAY_ADDED_P99_MS: f64 = 5.0;
+    /// GRQs a second over IPv6 over those over IPv4.
+    pub const IPV6_GRQ_RATIO: f64 = 0.95;
 }
 
 /// The least ratio rasgk / echo a workload must reach.
@@ -268,6 +272,14 @@ impl Figures {
                 }
             })
             .collect();
+        if let Some(families) = &self.families {
+            verdicts.push(Verdict {
+                name: "GRQ over IPv6 / over IPv4".into(),
+                figure: format!("{:.2}", families.ratio()),
+                target: format!(">= {:.2}", targets::IPV6_GRQ_RATIO),
+                met: families.ratio() >= targets::IPV6_GRQ_RATIO,
+            });
+        }
         if let Some(storm) = &self.storm {
             verdicts.push(Verdict {
                 name: format!("storm of {} phones", storm.phones),
@@ -445,6 +457,17 @@ impl Figures {
                 );
             }
         }
+        if let Some(f) = &self.families {
+            let _ = writeln!(
+                out,
+                "ipv6: GRQ over IPv4 {:.0} tx/s, over IPv6 {:.0} tx/s, ratio {:.2} (rounds {:.2} to {:.2})",
+                f.ipv4,
+                f.ipv6,
+                f.ratio(),
+                f.pairs.iter().copied().fold(f64::INFINITY, f64::min),
+                f.pairs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            );
+        }
         if let Some(s) = &self.storm {
             let _ = writeln!(
                 out,
@@ -533,6 +556,9 @@ impl Figures {
         let _ = writeln!(out, "targets: {met} of {} met", verdicts.len());
         for c in &self.ceilings {
             let _ = writeln!(out, "ratio {} {:.2}", c.workload.name(), c.ratio());
+        }
+        if let Some(f) = &self.families {
+            let _ = writeln!(out, "ratio grq_ipv6 {:.2}", f.ratio());
         }
         if let Some(relay) = &self.relay {
             let _ = writeln!(out, "ratio relay {:.2}", relay.ratio());
@@ -640,6 +666,11 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
         );
     })
     .await?;
+    eprintln!(
+        "rasgk bench: GRQ over IPv6 against over IPv4 ({:.1} s)",
+        2.0 * args.seconds + 0.3 + 0.1 * f64::from(ceiling::ROUNDS)
+    );
+    let families = Some(ceiling::grq_families(&ceiling_args).await?);
     let storm = if args.storm_phones > 0 {
         eprintln!(
             "rasgk bench: a storm of {} phones (fixtures/lab/storm-40k.toml)",
@@ -704,6 +735,7 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     };
     Ok(Figures {
         ceilings,
+        families,
         storm,
         memory,
         scale,
@@ -783,6 +815,7 @@ mod tests {
             scale: Some(Scale {
                 per_grq_us: vec![(64, 1.0), (1024, 1.5), (10_000, 2.0)],
             }),
+            families: None,
             sockets: None,
             placement: Some(placement::measure(200).unwrap()),
             plan: None,
