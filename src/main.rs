@@ -424,7 +424,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
             let cap: u64 = config.clans.iter().map(|c| u64::from(c.max_sockets)).sum();
             println!(
                 "{}: ok: {} regions, {} links, {} C-LANs ({} in service, {} sockets in all), \
-                 {} [[tts]] rules; discovery {}, admin {}",
+                 {} [[tts]] rules; discovery {}{}, admin {}",
                 file.display(),
                 config.regions.len(),
                 config.links.len(),
@@ -433,6 +433,10 @@ fn check_config(file: &std::path::Path) -> ExitCode {
                 cap,
                 config.tts.len(),
                 config.gatekeeper.discovery,
+                config
+                    .gatekeeper
+                    .discovery6
+                    .map_or_else(String::new, |d| format!(" and {d}")),
                 config.admin.listen,
             );
             ExitCode::SUCCESS

@@ -302,6 +302,7 @@ impl Server {
         connections.execute(&mut gatekeeper);
         tracing::info!(
             discovery = %gatekeeper.config().gatekeeper.discovery,
+            discovery6 = ?gatekeeper.config().gatekeeper.discovery6,
             clans = gatekeeper.config().clans.len(),
             admin = %admin_address,
             "rasgk serving"
