@@ -292,6 +292,7 @@ mod tests {
             region: 1,
             node: "cm1".to_string(),
             address: "127.0.1.1:1719".parse().unwrap(),
+            address6: None,
             priority: 1,
             max_sockets: 480,
             sockets,

@@ -15,8 +15,11 @@ pub struct ClanView {
     pub region: RegionId,
     /// Its cluster node.
     pub node: String,
-    /// Its RAS address.
+    /// Its RAS address (IPv4, or IPv6 for a C-LAN without IPv4).
     pub address: SocketAddr,
+    /// Its IPv6 RAS address, when it has one beside an IPv4 `address` (dual stack).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address6: Option<SocketAddr>,
     /// 1 is best.
     pub priority: u8,
     /// Socket cap.
@@ -124,6 +127,7 @@ impl Gatekeeper {
                 region: clan.region,
                 node: clan.node.clone(),
                 address: clan.address,
+                address6: clan.address6.filter(|&a| a != clan.address),
                 priority: clan.priority,
                 max_sockets: load.cap,
                 sockets: load.sockets,

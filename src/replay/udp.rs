@@ -2,7 +2,7 @@
 //! to a running gatekeeper, replies matched by sequence number.
 //!
 //! Each phone's socket is bound to the phone's captured IP when that is a loopback address
-//! (127.0.0.0/8), else to 127.0.0.1, always on a port the kernel picks. Without `pace` a
+//! (127.0.0.0/8, ::1), else to the loopback address of its family, always on a port the kernel picks. Without `pace` a
 //! request is sent only once the previous one was answered or gave up, so the order is the
 //! capture's and nothing overlaps; with `pace` each request leaves at its captured offset
 //! from the first, whether or not earlier ones were answered. A request unanswered after
@@ -55,10 +55,13 @@ struct Pending {
     attempts: u32,
 }
 
-/// The address a captured phone source replays from: its IP on loopback, else 127.0.0.1.
+/// The address a captured phone source replays from: its IP on loopback, else the loopback
+/// address of its family (127.0.0.1, or ::1 for an IPv6 phone).
 pub fn bind_address(captured: SocketAddr) -> SocketAddr {
     let ip = if captured.ip().is_loopback() {
         captured.ip()
+    } else if captured.is_ipv6() {
+        IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)
     } else {
         IpAddr::V4(Ipv4Addr::LOCALHOST)
     };
