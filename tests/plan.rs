@@ -419,3 +419,41 @@ fn a_callee_without_a_socket_yet_is_reached_on_a_connection_from_its_clan() {
         "{table}"
     );
 }
+
+/// Count mode lets two C-LANs share an IP (two RAS ports, so one signalling address); the
+/// planner, which models sockets, gives the second a signalling port of its own. Ten C-LANs
+/// of ten, the 9th and 10th on one IP: a hundred phones fill every one of them, and every
+/// C-LAN is listed. (Before, the 10th took no phone and ten phones had no service.)
+#[test]
+fn every_clan_takes_its_phones_when_two_share_an_ip() {
+    let mut lab = String::from(
+        "[gatekeeper]\ndiscovery = \"127.0.0.1:1719\"\nseed = 1\n\
+         [[region]]\nid = 1\nnetworks = [\"127.1.0.0/16\"]\n",
+    );
+    for n in 1..=10 {
+        let address = match n {
+            9 => "127.0.66.19:1719".to_string(),
+            10 => "127.0.66.19:1729".to_string(),
+            n => format!("127.0.66.{}:1719", 10 + n),
+        };
+        lab.push_str(&format!(
+            "[[clan]]\nname = \"c{n}\"\nregion = 1\naddress = \"{address}\"\nmax_sockets = 10\n"
+        ));
+    }
+    let config = config::from_toml(&lab, "shared-ip-lab.toml").expect("the lab reads");
+    let scenario = Scenario::from_toml(
+        "duration_s = 60\n[[group]]\ncount = 100\nregion = 1\n",
+        "shared-ip.toml",
+        Path::new("."),
+    )
+    .expect("the scenario reads");
+    let report = plan::plan(&scenario, config, "lab", |_| {})
+        .expect("the plan runs")
+        .report;
+    whole(&report);
+    let names: Vec<&str> = report.clans.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names.len(), 10);
+    for name in ["c9", "c10"] {
+        assert_eq!(clan(&report, name).final_sockets, 10, "{}", report.table());
+    }
+}

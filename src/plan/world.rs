@@ -811,9 +811,24 @@ impl<'s> World<'s> {
 /// A configuration as the plan runs it: socket mode (so that establishments, their limit
 /// and time to service are modelled; the loads are those of count mode), seeded by the
 /// scenario when it has no seed of its own.
+///
+/// Count mode lets two C-LANs share an IP (two RAS ports), and so a signalling address, which
+/// socket mode cannot tell apart: such a C-LAN is modelled with a signalling port of its own
+/// (the next free one above its own on that IP), so that every C-LAN of the lab takes its
+/// phones' sockets.
 fn prepare(config: &mut Config, seed: u64) {
     config.gatekeeper.sockets = SocketMode::Tcp;
     if config.gatekeeper.seed.is_none() {
         config.gatekeeper.seed = Some(seed);
+    }
+    let mut taken = std::collections::HashSet::new();
+    for clan in &mut config.clans {
+        while clan
+            .signal_addresses()
+            .any(|address| taken.contains(&address))
+        {
+            clan.signal_port = clan.signal_port.wrapping_add(1).max(1);
+        }
+        taken.extend(clan.signal_addresses());
     }
 }
