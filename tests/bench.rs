@@ -143,7 +143,7 @@ fn one_run_prints_every_figure_against_its_target() {
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 18, "{stdout}");
+    assert_eq!(verdicts.len(), 21, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -155,17 +155,36 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 18 met").as_str()),
+        lines.contains(&format!("targets: {met} of 21 met").as_str()),
         "{stdout}"
     );
 
     // The last lines, for scripts.
-    let ratios: Vec<&str> = lines[lines.len() - 5..lines.len() - 2].to_vec();
+    let ratios: Vec<&str> = lines[lines.len() - 8..lines.len() - 5].to_vec();
     for (line, workload) in ratios.iter().zip(["grq", "rrq_full", "rrq_light"]) {
         let value = line
             .strip_prefix(&format!("ratio {workload} "))
             .unwrap_or_else(|| panic!("{line:?} is not `ratio {workload} VALUE`"));
         assert!(value.parse::<f64>().unwrap() > 0.0, "{line}");
+    }
+    // Each workload against the bare echo too.
+    for (line, workload) in
+        lines[lines.len() - 5..lines.len() - 2]
+            .iter()
+            .zip(["grq", "rrq_full", "rrq_light"])
+    {
+        let value = line
+            .strip_prefix(&format!("ratio {workload}_bare "))
+            .unwrap_or_else(|| panic!("{line:?} is not `ratio {workload}_bare VALUE`"));
+        assert!(value.parse::<f64>().unwrap() > 0.0, "{line}");
+    }
+    for workload in ["grq", "rrq_full", "rrq_light"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("  bare {workload} "))),
+            "no bare row for {workload}\n{stdout}"
+        );
     }
     let grq_ipv6 = lines[lines.len() - 2]
         .strip_prefix("ratio grq_ipv6 ")

@@ -97,34 +97,45 @@ async fn echo(socket: UdpSocket, mut stopped: tokio::sync::oneshot::Receiver<()>
     }
 }
 
-/// Most phones a side: each side's phones take 250 addresses a /24, echo's from
-/// 127.1.100.0 and rasgk's from 127.1.180.0, 40 nets each.
+/// Most phones a side: each side's phones take 250 addresses a /24, 40 nets each: the bare
+/// echo's from 127.1.60.0, the runtime echo's from 127.1.100.0, rasgk's from 127.1.180.0.
 pub const MAX_CONCURRENCY: usize = 250 * 40;
 
 /// Slices of each side per workload.
 pub const ROUNDS: u32 = 8;
 
-/// Whose turn it is: [`ECHO`] or [`RASGK`] sends; [`STOP`] ends the phones.
-const ECHO: u8 = 1;
-const RASGK: u8 = 2;
-const STOP: u8 = 3;
+/// Ends the phones (no side has this number).
+const STOP: u8 = u8::MAX;
 
-/// One phone of the closed loop on `side`: prepared (registered when the workload needs
-/// it), then request → answer while it is `side`'s turn, counting answers while `counting`
-/// names `side`.
+/// One side of a measurement: whom its phones ask, from where, and whether they are an
+/// echo's (which registers nobody).
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    /// The target (discovery address).
+    target: SocketAddr,
+    /// Its phones use IPv6 (each its own port of ::1).
+    ipv6: bool,
+    /// Its phones' IPv4 addresses start at 127.1.NET.1.
+    net: u8,
+    /// An echo: its phones register nothing, and keep-alives carry a made-up identifier.
+    echo: bool,
+}
+
+/// One phone of the closed loop on side `side` (numbered from 1): prepared (registered
+/// when the workload needs it), then request → answer while it is `side`'s turn, counting
+/// answers while `counting` names `side`.
 async fn phone_loop(
     index: usize,
     workload: Workload,
-    (target, ipv6): (SocketAddr, bool),
-    side: u8,
+    (side, number): (Side, u8),
     mut turn: tokio::sync::watch::Receiver<u8>,
     counting: Arc<AtomicU8>,
     done: Arc<AtomicU64>,
 ) {
-    let echo_mode = side == ECHO;
-    // The two sides' phones on their own addresses: 127.1.100+ and 127.1.180+; over IPv6,
-    // each its own port of ::1 (the one IPv6 address loopback has).
-    let base_net = if echo_mode { 100 } else { 180 };
+    let (target, ipv6, echo_mode, base_net) = (side.target, side.ipv6, side.echo, side.net);
+    let side = number;
+    // Each side's phones on their own addresses; over IPv6, each its own port of ::1 (the
+    // one IPv6 address loopback has).
     let ip: std::net::IpAddr = if ipv6 {
         std::net::Ipv6Addr::LOCALHOST.into()
     } else {
@@ -212,34 +223,54 @@ async fn phone_loop(
 }
 
 /// One workload's figures: transactions per second of each side over all its slices, and
-/// the ratio rasgk / echo of each round's pair of slices.
+/// the ratio rasgk / echo of each round's slices, against the runtime echo and against the
+/// bare echo.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ceiling {
     /// The workload.
     pub workload: Workload,
-    /// Echo's transactions per second, all slices together.
+    /// The runtime echo's transactions per second, all slices together.
     pub echo: f64,
     /// rasgk's transactions per second, all slices together.
     pub rasgk: f64,
-    /// rasgk / echo of each round, in round order.
+    /// rasgk / runtime echo of each round, in round order.
     pub pairs: Vec<f64>,
+    /// The bare echo's transactions per second (0 when it was not measured).
+    pub bare: f64,
+    /// rasgk / bare echo of each round.
+    pub bare_pairs: Vec<f64>,
 }
 
 impl Ceiling {
-    /// The median of the rounds' ratios (0 when no round answered).
+    /// The median of the rounds' ratios against the runtime echo (0 when no round answered).
     pub fn ratio(&self) -> f64 {
         median(&self.pairs)
     }
 
-    /// The smallest and the largest of the rounds' ratios.
+    /// The median of the rounds' ratios against the bare echo.
+    pub fn bare_ratio(&self) -> f64 {
+        median(&self.bare_pairs)
+    }
+
+    /// The smallest and the largest of the rounds' ratios against the runtime echo.
     pub fn spread(&self) -> (f64, f64) {
-        let low = self.pairs.iter().copied().fold(f64::INFINITY, f64::min);
-        let high = self.pairs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if self.pairs.is_empty() {
-            (0.0, 0.0)
-        } else {
-            (low, high)
-        }
+        spread(&self.pairs)
+    }
+
+    /// The smallest and the largest of the rounds' ratios against the bare echo.
+    pub fn bare_spread(&self) -> (f64, f64) {
+        spread(&self.bare_pairs)
+    }
+}
+
+/// The smallest and the largest of some ratios ((0, 0) for none).
+fn spread(pairs: &[f64]) -> (f64, f64) {
+    let low = pairs.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = pairs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if pairs.is_empty() {
+        (0.0, 0.0)
+    } else {
+        (low, high)
     }
 }
 
@@ -254,54 +285,58 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// One workload against the echo responder and against rasgk, measured in alternating
-/// slices.
-async fn measure(
-    args: &CeilingArgs,
-    workload: Workload,
-    echo: SocketAddr,
-    rasgk: SocketAddr,
-) -> Ceiling {
-    measure_sides(args, workload, [(echo, false), (rasgk, false)]).await
+/// What sides in turns measured: each side's rate over all its slices, and each round's
+/// rates.
+struct Turns {
+    rates: Vec<f64>,
+    rounds: Vec<Vec<f64>>,
 }
 
-/// One workload against two sides, each a target and whether its phones use IPv6, measured
-/// in alternating slices: the first side's figures as `echo`, the second's as `rasgk`.
-async fn measure_sides(
-    args: &CeilingArgs,
-    workload: Workload,
-    sides: [(SocketAddr, bool); 2],
-) -> Ceiling {
+impl Turns {
+    /// Side `a` over side `b`, round by round (rounds where `b` answered nothing left out).
+    fn ratios(&self, a: usize, b: usize) -> Vec<f64> {
+        self.rounds
+            .iter()
+            .filter(|round| round[b] > 0.0)
+            .map(|round| round[a] / round[b])
+            .collect()
+    }
+}
+
+/// One workload against each of `sides` in turn, [`ROUNDS`] rounds of a slice each, the
+/// same client (`--concurrency` phones a side, each side's phones waiting without cost while
+/// another side is measured).
+async fn measure_turns(args: &CeilingArgs, workload: Workload, sides: &[Side]) -> Turns {
     let (turn, watching) = tokio::sync::watch::channel(0u8);
     let counting = Arc::new(AtomicU8::new(0));
-    let done = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
+    let done: Vec<Arc<AtomicU64>> = sides.iter().map(|_| Arc::default()).collect();
     let mut phones = tokio::task::JoinSet::new();
-    for (side, target, done) in [(ECHO, sides[0], &done[0]), (RASGK, sides[1], &done[1])] {
+    for (i, &side) in sides.iter().enumerate() {
         for index in 0..args.concurrency {
             phones.spawn(phone_loop(
                 index,
                 workload,
-                target,
-                side,
+                (side, i as u8 + 1),
                 watching.clone(),
                 counting.clone(),
-                done.clone(),
+                done[i].clone(),
             ));
         }
     }
     // Time for every phone to bind (and rasgk's to register).
     tokio::time::sleep(Duration::from_millis(300)).await;
     let slice = Duration::from_secs_f64(args.seconds / f64::from(ROUNDS));
-    let mut totals = [(0u64, 0.0f64); 2];
-    let mut pairs = Vec::new();
+    let mut totals = vec![(0u64, 0.0f64); sides.len()];
+    let mut rounds = Vec::new();
     for _ in 0..ROUNDS {
-        let mut rates = [0.0f64; 2];
-        for (i, side) in [ECHO, RASGK].into_iter().enumerate() {
-            let _ = turn.send(side);
+        let mut rates = vec![0.0f64; sides.len()];
+        for i in 0..sides.len() {
+            let number = i as u8 + 1;
+            let _ = turn.send(number);
             // Warm-up: the other side's last answers drain, this side's loop fills.
             tokio::time::sleep(Duration::from_millis(50)).await;
             let before = done[i].load(Ordering::Relaxed);
-            counting.store(side, Ordering::Relaxed);
+            counting.store(number, Ordering::Relaxed);
             let started = Instant::now();
             tokio::time::sleep(slice).await;
             counting.store(0, Ordering::Relaxed);
@@ -311,18 +346,16 @@ async fn measure_sides(
             totals[i].1 += seconds;
             rates[i] = answered as f64 / seconds.max(1e-9);
         }
-        if rates[0] > 0.0 {
-            pairs.push(rates[1] / rates[0]);
-        }
+        rounds.push(rates);
     }
     let _ = turn.send(STOP);
     while phones.join_next().await.is_some() {}
-    let rate = |i: usize| totals[i].0 as f64 / totals[i].1.max(1e-9);
-    Ceiling {
-        workload,
-        echo: rate(0),
-        rasgk: rate(1),
-        pairs,
+    Turns {
+        rates: totals
+            .iter()
+            .map(|&(answered, seconds)| answered as f64 / seconds.max(1e-9))
+            .collect(),
+        rounds,
     }
 }
 
@@ -372,16 +405,47 @@ pub async fn ceilings(
         Ok(echo(socket, stopped))
     })
     .await?;
+    let bare_address = SocketAddr::from(([127, 0, 61, 2], 1719));
+    let bare = super::bare_echo::BareEcho::start(bare_address)?;
     let config = bench_config();
     let discovery = config.gatekeeper.discovery;
     let gatekeeper = super::Serving::start(config, "the bench's gatekeeper").await?;
+    let sides = [
+        Side {
+            target: bare_address,
+            ipv6: false,
+            net: 60,
+            echo: true,
+        },
+        Side {
+            target: echo_address,
+            ipv6: false,
+            net: 100,
+            echo: true,
+        },
+        Side {
+            target: discovery,
+            ipv6: false,
+            net: 180,
+            echo: false,
+        },
+    ];
     let mut figures = Vec::new();
     for workload in Workload::ALL {
         progress(workload);
-        figures.push(measure(args, workload, echo_address, discovery).await);
+        let turns = measure_turns(args, workload, &sides).await;
+        figures.push(Ceiling {
+            workload,
+            echo: turns.rates[1],
+            rasgk: turns.rates[2],
+            pairs: turns.ratios(2, 1),
+            bare: turns.rates[0],
+            bare_pairs: turns.ratios(2, 0),
+        });
     }
     gatekeeper.stop().await;
     echo_responder.stop().await;
+    bare.stop();
     Ok(figures)
 }
 
@@ -397,17 +461,19 @@ pub async fn grq_families(args: &CeilingArgs) -> Result<FamilyRatio, String> {
     }
     let discovery = config.gatekeeper.discovery;
     let gatekeeper = super::Serving::start(config, "the bench's dual-stack gatekeeper").await?;
-    let measured = measure_sides(
-        args,
-        Workload::Grq,
-        [(discovery, false), (discovery6, true)],
-    )
-    .await;
+    let side = |target, ipv6, net| Side {
+        target,
+        ipv6,
+        net,
+        echo: false,
+    };
+    let sides = [side(discovery, false, 180), side(discovery6, true, 180)];
+    let turns = measure_turns(args, Workload::Grq, &sides).await;
     gatekeeper.stop().await;
     Ok(FamilyRatio {
-        ipv4: measured.echo,
-        ipv6: measured.rasgk,
-        pairs: measured.pairs,
+        ipv4: turns.rates[0],
+        ipv6: turns.rates[1],
+        pairs: turns.ratios(1, 0),
     })
 }
 
@@ -431,8 +497,12 @@ mod tests {
             echo: 100.0,
             rasgk: 80.0,
             pairs: vec![0.8, 0.95, 0.2, 0.85],
+            bare: 110.0,
+            bare_pairs: vec![0.7, 0.75, 0.72],
         };
         assert!((ceiling.ratio() - 0.825).abs() < 1e-12);
         assert_eq!(ceiling.spread(), (0.2, 0.95));
+        assert!((ceiling.bare_ratio() - 0.72).abs() < 1e-12);
+        assert_eq!(ceiling.bare_spread(), (0.7, 0.75));
     }
 }

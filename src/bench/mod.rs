@@ -23,6 +23,7 @@
 //! The block ends with one `ratio WORKLOAD VALUE` line per workload for scripts; `--check`
 //! makes a target not met exit 1.
 
+pub mod bare_echo;
 pub mod calls;
 pub mod ceiling;
 mod forwarder;
@@ -233,6 +234,18 @@ pub mod targets {
     pub const RELAY_ADDED_P99_MS: f64 = 5.0;
     /// GRQs a second over IPv6 over those over IPv4.
     pub const IPV6_GRQ_RATIO: f64 = 0.95;
+    /// rasgk / bare echo for GRQ.
+    pub const BARE_GRQ_RATIO: f64 = 0.93;
+    /// rasgk / bare echo for full RRQs and keep-alives.
+    pub const BARE_RRQ_RATIO: f64 = 0.88;
+}
+
+/// The least ratio rasgk / bare echo a workload must reach.
+pub fn bare_ratio_target(workload: Workload) -> f64 {
+    match workload {
+        Workload::Grq => targets::BARE_GRQ_RATIO,
+        Workload::FullRrq | Workload::KeepAlive => targets::BARE_RRQ_RATIO,
+    }
 }
 
 /// The least ratio rasgk / echo a workload must reach.
@@ -272,6 +285,15 @@ impl Figures {
                 }
             })
             .collect();
+        verdicts.extend(self.ceilings.iter().filter(|c| c.bare > 0.0).map(|c| {
+            let target = bare_ratio_target(c.workload);
+            Verdict {
+                name: format!("{} ratio rasgk / bare echo", c.workload.name()),
+                figure: format!("{:.2}", c.bare_ratio()),
+                target: format!(">= {target:.2}"),
+                met: c.bare_ratio() >= target,
+            }
+        }));
         if let Some(families) = &self.families {
             verdicts.push(Verdict {
                 name: "GRQ over IPv6 / over IPv4".into(),
@@ -456,6 +478,25 @@ impl Figures {
                     c.ratio(),
                 );
             }
+            if self.ceilings.iter().any(|c| c.bare > 0.0) {
+                let _ = writeln!(
+                    out,
+                    "against the bare echo (one thread, recvmmsg/sendmmsg in batches of {}, no \
+                     runtime), in the same rounds:",
+                    bare_echo::BATCH
+                );
+                for c in self.ceilings.iter().filter(|c| c.bare > 0.0) {
+                    let (low, high) = c.bare_spread();
+                    let _ = writeln!(
+                        out,
+                        "  bare {:<10} {:>11.0} {:>11.0} {:>6.2}  {low:.2} to {high:.2}",
+                        c.workload.name(),
+                        c.bare,
+                        c.rasgk,
+                        c.bare_ratio(),
+                    );
+                }
+            }
         }
         if let Some(f) = &self.families {
             let _ = writeln!(
@@ -556,6 +597,14 @@ impl Figures {
         let _ = writeln!(out, "targets: {met} of {} met", verdicts.len());
         for c in &self.ceilings {
             let _ = writeln!(out, "ratio {} {:.2}", c.workload.name(), c.ratio());
+        }
+        for c in self.ceilings.iter().filter(|c| c.bare > 0.0) {
+            let _ = writeln!(
+                out,
+                "ratio {}_bare {:.2}",
+                c.workload.name(),
+                c.bare_ratio()
+            );
         }
         if let Some(f) = &self.families {
             let _ = writeln!(out, "ratio grq_ipv6 {:.2}", f.ratio());
@@ -790,6 +839,8 @@ mod tests {
             echo: 100_000.0,
             rasgk: 80_000.0,
             pairs: pairs.to_vec(),
+            bare: 0.0,
+            bare_pairs: Vec::new(),
         }
     }
 
