@@ -394,7 +394,12 @@ mod tests {
         let address: SocketAddr = "[fd00::100]:7000".parse().unwrap();
         assert_eq!(admin_address("[fd00::100]:7000").unwrap(), address);
         assert_eq!(admin_address("http://[fd00::100]:7000/").unwrap(), address);
-        for ambiguous in ["fd00::100:7000", "fd00::100", "[fd00::100]", "http://fd00::1:7000"] {
+        for ambiguous in [
+            "fd00::100:7000",
+            "fd00::100",
+            "[fd00::100]",
+            "http://fd00::1:7000",
+        ] {
             let error = admin_address(ambiguous).unwrap_err().to_string();
             assert!(error.contains("[fd00::100]:7000"), "{ambiguous}: {error}");
         }

@@ -150,7 +150,7 @@ fn slow_accepting_tts_phones_never_see_more_than_five_attempts_per_clan() {
         "1",
         &["--accept-delay-ms", "5", "--duration", "8"],
     );
-    let ips: Vec<Ipv4Addr> = clans(&served).iter().map(|c| c.1).collect();
+    let ips: Vec<std::net::IpAddr> = clans(&served).iter().map(|c| c.1).collect();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut most_established = 0;
     let mut most_syn_sent = 0;
@@ -161,7 +161,7 @@ fn slow_accepting_tts_phones_never_see_more_than_five_attempts_per_clan() {
         if worst > 5 {
             let detail: Vec<String> = tcp::sockets()
                 .into_iter()
-                .filter(|(local, _, st)| *st == SYN_SENT && ips.contains(local.ip()))
+                .filter(|(local, _, st)| *st == SYN_SENT && ips.contains(&local.ip()))
                 .map(|(l, r, _)| format!("{l} -> {r}"))
                 .collect();
             panic!(

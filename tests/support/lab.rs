@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -141,8 +141,8 @@ pub fn report(storm: StormChild, within: Duration) -> Value {
     report
 }
 
-/// (name, IP, established, places, setups, cap) of every C-LAN.
-pub fn clans(served: &Served) -> Vec<(String, Ipv4Addr, u64, u64, u64, u64)> {
+/// (name, IP, established, places, setups, cap) of every C-LAN (the IP of its `address`).
+pub fn clans(served: &Served) -> Vec<(String, IpAddr, u64, u64, u64, u64)> {
     served
         .get_json("/api/clans")
         .as_array()
@@ -150,12 +150,9 @@ pub fn clans(served: &Served) -> Vec<(String, Ipv4Addr, u64, u64, u64, u64)> {
         .iter()
         .map(|c| {
             let address: SocketAddr = c["address"].as_str().unwrap().parse().unwrap();
-            let SocketAddr::V4(address) = address else {
-                panic!("IPv4 C-LANs only here");
-            };
             (
                 c["name"].as_str().unwrap().to_string(),
-                *address.ip(),
+                address.ip(),
                 c["established"].as_u64().unwrap(),
                 c["sockets"].as_u64().unwrap(),
                 c["setups"].as_u64().unwrap(),
@@ -176,7 +173,7 @@ pub fn established_total(served: &Served) -> u64 {
 pub fn os_and_admin(served: &Served) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
     for _ in 0..50 {
         let before = clans(served);
-        let ips: Vec<Ipv4Addr> = before.iter().map(|c| c.1).collect();
+        let ips: Vec<IpAddr> = before.iter().map(|c| c.1).collect();
         let os = tcp::count_by_local_ip_steady(&ips, ESTABLISHED);
         let after = clans(served);
         if before == after {
