@@ -203,7 +203,7 @@ fn off_the_model(config: &Config, r: &Registration) -> Option<String> {
     let home = home_of(r.ip);
     let says = |what: String| Some(format!("{} ({family:?}, region {home}): {what}", r.ip));
     if r.region != home {
-        return says(format!("home region {} (§2.1)", r.region));
+        return says(format!("home region {} (docs/rules.md §2.1)", r.region));
     }
     let clan = r.clan.as_deref().unwrap_or("none");
     let of_family = |name: &str| {
@@ -215,7 +215,7 @@ fn off_the_model(config: &Config, r: &Registration) -> Option<String> {
     if !of_family(clan) || !of_family(&r.registered_via) {
         return says(format!(
             "socket on {clan}, registered at {}: a C-LAN without an address of its family \
-             (§17)",
+             (docs/rules.md §17)",
             r.registered_via
         ));
     }
@@ -226,7 +226,8 @@ fn off_the_model(config: &Config, r: &Registration) -> Option<String> {
         let (these, after) = rest.split_at(names.len().min(rest.len()));
         if !is_rotation(these, names) {
             return says(format!(
-                "AGL {:?}: its {group} group is not a rotation of {names:?} (§6.1, §17)",
+                "AGL {:?}: its {group} group is not a rotation of {names:?} \
+                 (docs/rules.md §6.1, §17)",
                 r.agl
             ));
         }
@@ -236,7 +237,8 @@ fn off_the_model(config: &Config, r: &Registration) -> Option<String> {
         return says(format!("AGL {:?} has more than its groups", r.agl));
     }
     if r.tts {
-        // §7.1: an AGL entry of the home or direct regions (the lab has room there).
+        // docs/rules.md §7.1: an AGL entry of the home or direct regions (the lab has room
+        // there).
         let first_group = groups[0].len() + groups[1].len();
         if !r.agl[..first_group].iter().any(|n| n == clan) {
             return says(format!(
@@ -245,8 +247,8 @@ fn off_the_model(config: &Config, r: &Registration) -> Option<String> {
             ));
         }
     } else if r.registered_via != clan || !groups[0].iter().any(|n| n == clan) {
-        // §4.1 and §5.4: the GCF names a C-LAN of the home region (it has room), and the
-        // socket stays where the RRQ went.
+        // docs/rules.md §4.1 and §5.4: the GCF names a C-LAN of the home region (it has
+        // room), and the socket stays where the RRQ went.
         return says(format!(
             "non-TTS socket on {clan}, registered at {}: not one C-LAN of {:?}",
             r.registered_via, groups[0]
@@ -275,8 +277,8 @@ fn loads(served: &Served) -> Vec<(String, u8, u64)> {
         .collect()
 }
 
-/// The first of `names` with the least load (ties to the earlier one): §4.1's and §7.1's
-/// choice when every C-LAN has priority 1, as the lab's do.
+/// The first of `names` with the least load (ties to the earlier one): the choice of
+/// docs/rules.md §4.1 and §7.1 when every C-LAN has priority 1, as the lab's do.
 fn least_loaded(names: &[String], loads: &[(String, u8, u64)]) -> Option<String> {
     let load = |name: &String| loads.iter().find(|l| &l.0 == name).map(|l| l.2);
     names.iter().min_by_key(|n| load(n)).cloned()
@@ -303,8 +305,15 @@ fn placement_matches_the_model(served: &Served, config: &Config, region: u8, fam
         let what = format!("a new {family:?} phone of region {region}");
         assert_eq!(plain["region"], region, "{what}: {plain}");
         assert_eq!(plain["tts"], false, "{what}");
-        assert_eq!(plain["gcf"].as_str(), gcf.as_deref(), "{what}: GCF (§4.1)");
-        assert_eq!(plain["socket"], plain["gcf"], "{what}: its socket (§5.4)");
+        assert_eq!(
+            plain["gcf"].as_str(),
+            gcf.as_deref(),
+            "{what}: GCF (docs/rules.md §4.1)"
+        );
+        assert_eq!(
+            plain["socket"], plain["gcf"],
+            "{what}: its socket (docs/rules.md §5.4)"
+        );
         assert_eq!(tts["tts"], true, "{what}, TTS");
         let agl: Vec<String> = serde_json::from_value(tts["agl"].clone()).unwrap();
         let registration = Registration {
@@ -324,7 +333,7 @@ fn placement_matches_the_model(served: &Served, config: &Config, region: u8, fam
             tts["socket"].as_str(),
             least_loaded(&agl[..first_group], &before).as_deref(),
             "{what}, TTS: its socket on the least loaded AGL entry of home and direct \
-             regions (§7.1): {tts}"
+             regions (docs/rules.md §7.1): {tts}"
         );
         return;
     }
@@ -361,16 +370,25 @@ fn transport(lines: &[&support::tshark::Line], label: &str) -> (String, IpAddr, 
     (head, ip.parse().unwrap(), port.parse().unwrap())
 }
 
+/// The messages [`tshark_checks`] checked, by kind.
+#[derive(Debug, Default)]
+struct Checked {
+    gcfs: usize,
+    rcfs: usize,
+    alternate_gks: usize,
+    acfs: usize,
+}
+
 /// What tshark shows of the addresses the gatekeeper sent the phones of `record`: each GCF's
-/// rasAddress, each RCF's callSignalAddress and every AlternateGK's rasAddress, held against
-/// the C-LANs' addresses of the phones' family and each phone's registration. The counts of
-/// GCFs and RCFs checked.
+/// rasAddress, each RCF's callSignalAddress and every AlternateGK's rasAddress, each routed
+/// ACF's destCallSignalAddress, held against the C-LANs' addresses of the phones' family and
+/// each phone's registration; no address of the other family anywhere.
 fn tshark_checks(
     config: &Config,
     record: &std::path::Path,
     family: Family,
     registered: &BTreeMap<IpAddr, &Registration>,
-) -> (usize, usize, usize) {
+) -> Checked {
     let decoded = tshark::decode(record, &[]);
     assert!(!decoded.frames.is_empty(), "{}", decoded.stderr);
     let address_of = |name: &str| {
@@ -387,7 +405,7 @@ fn tshark_checks(
         Family::V4 => ("ipAddress (0)", "ip6Address"),
         Family::V6 => ("ip6Address (3)", "ipAddress"),
     };
-    let (mut gcfs, mut rcfs, mut agl_entries) = (0, 0, 0);
+    let mut checked = Checked::default();
     for frame in &decoded.frames {
         let whose = |what: &str| format!("frame {} ({what}):\n{}", frame.number, frame.text());
         assert!(
@@ -404,7 +422,7 @@ fn tshark_checks(
         let lines: Vec<&support::tshark::Line> = frame.lines.iter().collect();
         match frame.ras_message().as_deref() {
             Some("gatekeeperConfirm") => {
-                gcfs += 1;
+                checked.gcfs += 1;
                 let (head, ip, port) = transport(&lines, "rasAddress");
                 let home = home_of(dst);
                 assert_eq!(head, alternative, "{}", whose("GCF rasAddress"));
@@ -416,12 +434,12 @@ fn tshark_checks(
                     home_clans.contains(&ip) && port == 1719,
                     "{}",
                     whose(&format!(
-                        "GCF names {ip}:{port}, not one of {home_clans:?} (§4.1)"
+                        "GCF names {ip}:{port}, not one of {home_clans:?} (docs/rules.md §4.1)"
                     ))
                 );
             }
             Some("registrationConfirm") => {
-                rcfs += 1;
+                checked.rcfs += 1;
                 let signal = tshark::subtree_of(&lines, "callSignalAddress");
                 let (head, ip, port) = transport(&signal, "TransportAddress");
                 assert_eq!(head, alternative, "{}", whose("RCF callSignalAddress"));
@@ -429,7 +447,7 @@ fn tshark_checks(
                     (ip, port),
                     (src, 1720),
                     "{}",
-                    whose("the RCF's C-LAN's signalling address (§5.5)")
+                    whose("the RCF's C-LAN's signalling address (docs/rules.md §5.5)")
                 );
                 // Every AlternateGK, in order: the registration's AGL in its family.
                 let agl = tshark::subtree_of(&lines, "alternateGatekeeper");
@@ -453,7 +471,7 @@ fn tshark_checks(
                     );
                     ips.push(ip);
                 }
-                agl_entries += ips.len();
+                checked.alternate_gks += ips.len();
                 let registration = registered
                     .get(&dst)
                     .unwrap_or_else(|| panic!("{}", whose("an RCF to a phone not registered")));
@@ -466,11 +484,31 @@ fn tshark_checks(
                     whose("the AGL /api/registrations shows")
                 );
             }
+            Some("admissionConfirm") => {
+                checked.acfs += 1;
+                let (head, ip, port) = transport(&lines, "destCallSignalAddress");
+                assert_eq!(head, alternative, "{}", whose("ACF destCallSignalAddress"));
+                // Routed (docs/rules.md §8.7): the C-LAN holding the caller's socket, its
+                // signalling port.
+                let caller = registered
+                    .get(&dst)
+                    .unwrap_or_else(|| panic!("{}", whose("an ACF to a phone not registered")));
+                let clan = caller.clan.as_deref().expect("the caller holds a socket");
+                assert_eq!(
+                    (ip, port),
+                    (address_of(clan), 1720),
+                    "{}",
+                    whose("the caller's C-LAN's signalling address")
+                );
+            }
             _ => {}
         }
     }
-    (gcfs, rcfs, agl_entries)
+    checked
 }
+
+/// Routed calls each storm of the first test places.
+const CALLS: usize = 40;
 
 #[test]
 fn ipv4_and_ipv6_phones_register_through_one_gatekeeper_each_over_its_family() {
@@ -494,7 +532,18 @@ fn ipv4_and_ipv6_phones_register_through_one_gatekeeper_inside() {
     std::fs::create_dir_all(&dir).unwrap();
     let (record6, record4) = (dir.join("ipv6.pcap"), dir.join("ipv4.pcap"));
     let per_storm = 450;
-    let hold = ["--duration", "8"];
+    // A few routed calls in each storm, once its phones are in service: their ACFs too.
+    let calls = CALLS.to_string();
+    let hold = [
+        "--duration",
+        "8",
+        "--calls-per-s",
+        "50",
+        "--call-total",
+        &calls,
+        "--call-s",
+        "0.5",
+    ];
     let v6 = storm(
         &config,
         true,
@@ -560,6 +609,7 @@ fn ipv4_and_ipv6_phones_register_through_one_gatekeeper_inside() {
     for report in &reports {
         assert_eq!(report["registered"], per_storm, "{report}");
         assert_eq!(report["phones_without_socket"], 0);
+        assert_eq!(report["routed_calls"]["connected"], CALLS);
     }
     // The IPv6 storm's report names its C-LANs by their IPv6 signalling addresses.
     let held = reports[0]["sockets_held"].as_object().unwrap();
@@ -568,19 +618,15 @@ fn ipv4_and_ipv6_phones_register_through_one_gatekeeper_inside() {
             .all(|k| k.parse::<SocketAddr>().is_ok_and(|a| a.is_ipv6())),
         "{held:?}"
     );
-    let (gcfs, rcfs, entries) = tshark_checks(&config, &record6, Family::V6, &by_ip);
-    assert!(
-        gcfs >= per_storm && rcfs >= per_storm,
-        "{gcfs} GCFs, {rcfs} RCFs"
-    );
-    let (gcfs4, rcfs4, entries4) = tshark_checks(&config, &record4, Family::V4, &by_ip);
-    assert!(gcfs4 >= per_storm && rcfs4 >= per_storm);
-    eprintln!(
-        "tshark: IPv6 storm {gcfs} GCFs, {rcfs} RCFs, {entries} AlternateGKs, every one an \
-         ip6Address; IPv4 storm {gcfs4} GCFs, {rcfs4} RCFs, {entries4} AlternateGKs, every one \
-         an ipAddress; {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    for (record, family) in [(&record6, Family::V6), (&record4, Family::V4)] {
+        let checked = tshark_checks(&config, record, family, &by_ip);
+        assert!(
+            checked.gcfs >= per_storm && checked.rcfs >= per_storm && checked.acfs >= CALLS,
+            "{family:?} storm: {checked:?}"
+        );
+        eprintln!("tshark, {family:?} storm: {checked:?}, every address of its family");
+    }
+    eprintln!("{:.1} s", started.elapsed().as_secs_f64());
     std::fs::remove_dir_all(&dir).ok();
     served.stop();
 }
@@ -626,7 +672,7 @@ fn os_and_admin(
 }
 
 #[test]
-fn two_thousand_ipv6_phones_hold_a_socket_each_as_the_os_counts_them() {
+fn two_thousand_ipv6_phones_hold_a_socket_each_as_the_os_counts_them_and_call_each_other() {
     netns::run_inside("two_thousand_ipv6_phones_hold_a_socket_each_inside");
 }
 
@@ -645,7 +691,19 @@ fn two_thousand_ipv6_phones_hold_a_socket_each_inside() {
         true,
         phones,
         "3,4,5",
-        &["--processes", "2", "--duration", "4"],
+        &[
+            "--processes",
+            "2",
+            "--duration",
+            "4",
+            // Routed calls between the IPv6 phones, once every phone is in service.
+            "--calls-per-s",
+            "100",
+            "--call-total",
+            "200",
+            "--call-s",
+            "1",
+        ],
     );
     let (os, admin) = loop {
         let all = registrations(&served);
@@ -670,6 +728,12 @@ fn two_thousand_ipv6_phones_hold_a_socket_each_inside() {
     let report = lab::report(child, Duration::from_secs(60));
     assert_eq!(report["registered"], phones);
     assert_eq!(report["phones_without_socket"], 0);
+    let calls = &report["routed_calls"];
+    assert_eq!(
+        (&calls["placed"], &calls["connected"], &calls["failed"]),
+        (&200.into(), &200.into(), &serde_json::json!({})),
+        "every routed call between IPv6 phones connected: {calls}"
+    );
     // The report's sockets, by the C-LAN of each IPv6 signalling address.
     let by_address: BTreeMap<String, String> = config
         .clans

@@ -79,7 +79,7 @@ pub fn address_of(family: Family, regions: &[u8], n: usize) -> IpAddr {
 /// The 16-bit group that reads as `number` does in decimal: 250 → 0x250.
 fn decimal_digits(number: u8) -> u16 {
     let number = u16::from(number);
-    (number / 100) << 8 | (number / 10 % 10) << 4 | number % 10
+    ((number / 100) << 8) | ((number / 10 % 10) << 4) | (number % 10)
 }
 
 /// The region that `count` phones give the most phones, with how many (the first such
