@@ -55,8 +55,9 @@ fn serve(config: &Config) -> Served {
     Served::start(&["--config", path.to_str().unwrap()], config.admin.listen)
 }
 
-/// `rasgk storm --sockets` of `phones` phones of `regions` (IPv6 with `ipv6`), extensions from
-/// `from` (TTS from `from - 10000`), reading the admin port over IPv6, in the background.
+/// `rasgk storm --sockets` of `phones` phones of `regions`, half TTS (IPv6 with `ipv6`, at
+/// the lab's `discovery6`, extensions of their own), reading the admin port over IPv6 by a
+/// URL with its host in brackets, in the background.
 fn storm(config: &Config, ipv6: bool, phones: usize, regions: &str, more: &[&str]) -> StormChild {
     let target = match ipv6 {
         true => config
@@ -64,46 +65,14 @@ fn storm(config: &Config, ipv6: bool, phones: usize, regions: &str, more: &[&str
             .discovery6
             .expect("the lab has discovery6"),
         false => config.gatekeeper.discovery,
-    }
-    .to_string();
-    // The admin port as a URL, its IPv6 host in brackets.
-    let admin = format!("http://{}/", config.admin.listen);
-    let phones = phones.to_string();
-    let (from, tts_from) = if ipv6 {
-        ("61000", "51000")
-    } else {
-        ("60000", "50000")
     };
-    let mut args = vec![
-        "storm",
-        "--sockets",
-        "--target",
-        &target,
-        "--admin",
-        &admin,
-        "--phones",
-        &phones,
-        "--tts-share",
-        "0.5",
-        "--regions",
-        regions,
-        "--from",
-        from,
-        "--tts-from",
-        tts_from,
-        "--timeout-ms",
-        "500",
-        "--retries",
-        "4",
-        "--give-up-s",
-        "60",
-        "--json",
-    ];
-    if ipv6 {
-        args.push("--ipv6");
-    }
-    args.extend(more);
-    StormChild::spawn(&args)
+    let admin = format!("http://{}/", config.admin.listen);
+    let family: &[&str] = match ipv6 {
+        true => &["--ipv6", "--from", "61000", "--tts-from", "51000"],
+        false => &["--from", "60000", "--tts-from", "50000"],
+    };
+    let more = [family, more].concat();
+    lab::storm_against(&target.to_string(), &admin, phones, "0.5", regions, &more)
 }
 
 /// The lab's links by hand (fixtures/lab/ipv6.toml: 1—2, 2—3, 3—4 direct; 4—5 indirect with
@@ -510,19 +479,19 @@ fn tshark_checks(
 /// Routed calls each storm of the first test places.
 const CALLS: usize = 40;
 
-#[test]
-fn ipv4_and_ipv6_phones_register_through_one_gatekeeper_each_over_its_family() {
-    netns::run_inside("ipv4_and_ipv6_phones_register_through_one_gatekeeper_inside");
+netns::tests! {
+    ipv4_and_ipv6_phones_register_through_one_gatekeeper_each_over_its_family:
+        ipv4_and_ipv6_phones_register_through_one_gatekeeper_inside => both_families_register;
+    two_thousand_ipv6_phones_hold_a_socket_each_as_the_os_counts_them_and_call_each_other:
+        two_thousand_ipv6_phones_hold_a_socket_each_inside => two_thousand_ipv6_phones;
+    an_ipv6_storm_without_its_prefix_routed_to_lo_says_what_the_host_lacks:
+        an_ipv6_storm_without_its_prefix_routed_to_lo_inside => a_storm_without_the_route;
 }
 
-#[test]
-#[ignore = "runs inside the network namespace of its outer test"]
-fn ipv4_and_ipv6_phones_register_through_one_gatekeeper_inside() {
-    let test = "ipv4_and_ipv6_phones_register_through_one_gatekeeper_inside";
-    if !netns::enter(test) {
-        return;
-    }
-    let Some(_) = tshark::require_tshark(test) else {
+fn both_families_register() {
+    let Some(_) =
+        tshark::require_tshark("ipv4_and_ipv6_phones_register_through_one_gatekeeper_inside")
+    else {
         return;
     };
     let started = Instant::now();
@@ -671,17 +640,7 @@ fn os_and_admin(
     panic!("the admin port's figures never held still");
 }
 
-#[test]
-fn two_thousand_ipv6_phones_hold_a_socket_each_as_the_os_counts_them_and_call_each_other() {
-    netns::run_inside("two_thousand_ipv6_phones_hold_a_socket_each_inside");
-}
-
-#[test]
-#[ignore = "runs inside the network namespace of its outer test"]
-fn two_thousand_ipv6_phones_hold_a_socket_each_inside() {
-    if !netns::enter("two_thousand_ipv6_phones_hold_a_socket_each_inside") {
-        return;
-    }
+fn two_thousand_ipv6_phones() {
     let started = Instant::now();
     let phones = 2_000;
     let config = lab_config();
@@ -740,26 +699,14 @@ fn two_thousand_ipv6_phones_hold_a_socket_each_inside() {
         .iter()
         .filter_map(|c| Some((c.signal_address_of(Family::V6)?.to_string(), c.name.clone())))
         .collect();
-    let held: BTreeMap<String, u64> =
-        serde_json::from_value::<BTreeMap<String, u64>>(report["sockets_held"].clone())
-            .unwrap()
-            .into_iter()
-            .map(|(address, n)| {
-                let name = by_address.get(&address).unwrap_or_else(|| {
-                    panic!("the report names {address}, no C-LAN's IPv6 signalling address")
-                });
-                (name.clone(), n)
-            })
-            .collect();
-    let nonzero = |m: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
-        m.iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(k, &n)| (k.clone(), n))
-            .collect()
-    };
+    let held = lab::held_by_clan(&report, |address| {
+        by_address.get(address).cloned().unwrap_or_else(|| {
+            panic!("the report names {address}, no C-LAN's IPv6 signalling address")
+        })
+    });
     assert_eq!(
-        nonzero(&held),
-        nonzero(&admin),
+        held,
+        lab::nonzero(&admin),
         "the report's sockets are the OS's"
     );
     eprintln!(
@@ -772,17 +719,7 @@ fn two_thousand_ipv6_phones_hold_a_socket_each_inside() {
     served.stop();
 }
 
-#[test]
-fn an_ipv6_storm_without_its_prefix_routed_to_lo_says_what_the_host_lacks() {
-    netns::run_inside("an_ipv6_storm_without_its_prefix_routed_to_lo_inside");
-}
-
-#[test]
-#[ignore = "runs inside the network namespace of its outer test"]
-fn an_ipv6_storm_without_its_prefix_routed_to_lo_inside() {
-    if !netns::enter("an_ipv6_storm_without_its_prefix_routed_to_lo_inside") {
-        return;
-    }
+fn a_storm_without_the_route() {
     netns::ip(&["-6", "route", "del", "local", netns::PREFIX, "dev", "lo"]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_rasgk"))
         .args(["storm", "--ipv6", "--target", "[::1]:1719", "--phones", "2"])

@@ -99,21 +99,10 @@ fn a_socket_mode_storm_gives_every_phone_one_established_connection() {
             )
         })
         .collect();
-    let held: BTreeMap<String, u64> = serde_json::from_value(report["sockets_held"].clone())
-        .expect("sockets_held is a map of counts");
-    let held: BTreeMap<String, u64> = held
-        .into_iter()
-        .map(|(address, n)| (by_address[&address].clone(), n))
-        .collect();
-    let nonzero = |m: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
-        m.iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(k, &n)| (k.clone(), n))
-            .collect()
-    };
+    let held = lab::held_by_clan(&report, |address| by_address[address].clone());
     assert_eq!(
-        nonzero(&held),
-        nonzero(&admin),
+        held,
+        lab::nonzero(&admin),
         "the report's sockets are the gatekeeper's"
     );
     eprintln!(

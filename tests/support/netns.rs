@@ -8,18 +8,15 @@
 //! sends there can leave the machine.
 //!
 //! The pattern: an outer `#[test]` calls [`run_inside`] with the name of an inner test,
-//! which is `#[ignore]`d and starts with [`enter`]:
+//! which is `#[ignore]`d and runs its body only when [`enter`] says it is inside. [`tests!`]
+//! writes both:
 //!
 //! ```ignore
-//! #[test]
-//! fn storms_over_ipv6() {
-//!     netns::run_inside("storms_over_ipv6_inside");
+//! netns::tests! {
+//!     storms_over_ipv6: storms_over_ipv6_inside => storms_over_ipv6;
 //! }
 //!
-//! #[test]
-//! #[ignore = "runs inside the network namespace of storms_over_ipv6"]
-//! fn storms_over_ipv6_inside() {
-//!     if !netns::enter("storms_over_ipv6_inside") { return; }
+//! fn storms_over_ipv6() {
 //!     netns::assign(&["fd00::100"]);
 //!     // … rasgk serve and rasgk storm on fd00:… addresses …
 //! }
@@ -196,3 +193,26 @@ pub fn assign(ips: &[&str]) {
         ]);
     }
 }
+
+/// Declares, for each `outer: inner => body;`, a test `outer` that runs the test `inner` in
+/// a network namespace of its own ([`run_inside`]), and `inner`, `#[ignore]`d, which runs
+/// `body` there (and nothing outside one: [`enter`]).
+#[allow(unused_macros)] // each test binary uses a different part of this module
+macro_rules! namespace_tests {
+    ($($outer:ident: $inner:ident => $body:path;)*) => {$(
+        #[test]
+        fn $outer() {
+            $crate::support::netns::run_inside(stringify!($inner));
+        }
+
+        #[test]
+        #[ignore = "runs inside the network namespace of its outer test"]
+        fn $inner() {
+            if $crate::support::netns::enter(stringify!($inner)) {
+                $body();
+            }
+        }
+    )*};
+}
+#[allow(unused_imports)] // each test binary uses a different part of this module
+pub(crate) use namespace_tests as tests;
