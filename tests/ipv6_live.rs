@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rasgk::config::{Config, Family};
+use rasgk::gatekeeper::ClanView;
 use support::lab::{self, StormChild};
 use support::netns;
 use support::server::Served;
@@ -229,20 +230,16 @@ fn off_the_model(config: &Config, r: &Registration) -> Option<String> {
     None
 }
 
+/// Every C-LAN as `/api/clans` shows it.
+fn clan_views(served: &Served) -> Vec<ClanView> {
+    serde_json::from_value(served.get_json("/api/clans")).expect("/api/clans is C-LAN views")
+}
+
 /// (name, region, load = sockets + reservations) of every C-LAN, from `/api/clans`.
 fn loads(served: &Served) -> Vec<(String, u8, u64)> {
-    served
-        .get_json("/api/clans")
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().to_string(),
-                c["region"].as_u64().unwrap() as u8,
-                c["sockets"].as_u64().unwrap() + c["reserved"].as_u64().unwrap(),
-            )
-        })
+    clan_views(served)
+        .into_iter()
+        .map(|c| (c.name, c.region as u8, u64::from(c.sockets + c.reserved)))
         .collect()
 }
 
@@ -614,15 +611,9 @@ fn os_and_admin(
         .collect();
     let every_ip: Vec<IpAddr> = ips.iter().flat_map(|(_, ips)| ips.clone()).collect();
     let admin = || -> BTreeMap<String, u64> {
-        served
-            .get_json("/api/clans")
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                let name = c["name"].as_str().unwrap().to_string();
-                (name, c["established"].as_u64().unwrap())
-            })
+        clan_views(served)
+            .into_iter()
+            .map(|c| (c.name, u64::from(c.established)))
             .collect()
     };
     for _ in 0..50 {
