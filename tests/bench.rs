@@ -143,7 +143,7 @@ fn one_run_prints_every_figure_against_its_target() {
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 21, "{stdout}");
+    assert_eq!(verdicts.len(), 22, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -155,12 +155,12 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 21 met").as_str()),
+        lines.contains(&format!("targets: {met} of 22 met").as_str()),
         "{stdout}"
     );
 
     // The last lines, for scripts.
-    let ratios: Vec<&str> = lines[lines.len() - 8..lines.len() - 5].to_vec();
+    let ratios: Vec<&str> = lines[lines.len() - 9..lines.len() - 6].to_vec();
     for (line, workload) in ratios.iter().zip(["grq", "rrq_full", "rrq_light"]) {
         let value = line
             .strip_prefix(&format!("ratio {workload} "))
@@ -169,7 +169,7 @@ fn one_run_prints_every_figure_against_its_target() {
     }
     // Each workload against the bare echo too.
     for (line, workload) in
-        lines[lines.len() - 5..lines.len() - 2]
+        lines[lines.len() - 6..lines.len() - 3]
             .iter()
             .zip(["grq", "rrq_full", "rrq_light"])
     {
@@ -186,10 +186,21 @@ fn one_run_prints_every_figure_against_its_target() {
             "no bare row for {workload}\n{stdout}"
         );
     }
-    let grq_ipv6 = lines[lines.len() - 2]
+    let grq_ipv6 = lines[lines.len() - 3]
         .strip_prefix("ratio grq_ipv6 ")
         .unwrap_or_else(|| panic!("no `ratio grq_ipv6 VALUE` line\n{stdout}"));
     assert!(grq_ipv6.parse::<f64>().unwrap() > 0.0);
+    // The storm against the closed loop, of the median of three storms.
+    let storm_grq = lines[lines.len() - 2]
+        .strip_prefix("ratio storm_grq ")
+        .unwrap_or_else(|| panic!("no `ratio storm_grq VALUE` line\n{stdout}"));
+    assert!(storm_grq.parse::<f64>().unwrap() > 0.0);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("storm: 300 phones") && l.contains("(median of 3: ")),
+        "{stdout}"
+    );
     let relay = lines[lines.len() - 1]
         .strip_prefix("ratio relay ")
         .unwrap_or_else(|| panic!("the last line is not `ratio relay VALUE`\n{stdout}"));

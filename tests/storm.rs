@@ -500,6 +500,13 @@ fn a_thousand_phones_with_the_password_register_and_phones_with_another_do_not()
         "{}",
         wrong["rejected"]
     );
+    // A phone turned away with nowhere else to try waits a RAS timer (200 ms) before it
+    // asks again, for its 2 s: at most 11 tries each, not one a round trip.
+    assert!(
+        wrong["rejected"]["RRJ securityDenial"].as_u64() <= Some(5 * 11),
+        "{}",
+        wrong["rejected"]
+    );
     assert!(security_denied(&served) >= 5);
     let registrations = served.get_json("/api/registrations");
     assert_eq!(

@@ -134,6 +134,10 @@ pub(super) struct Outcome {
     pub latency: Option<Duration>,
     /// When its first RCF came.
     pub registered_at: Option<Instant>,
+    /// When it sent its first GRQ, since the UNIX epoch.
+    pub first_grq_sent: Option<Duration>,
+    /// When the kernel received its first RCF, since the UNIX epoch.
+    pub first_rcf_heard: Option<Duration>,
     /// Requests sent again after a timeout.
     pub retransmissions: u64,
     /// Rejects it got, by message and reason (`"GRJ resourceUnavailable"`).
@@ -288,13 +292,20 @@ impl<'a> Life<'a> {
 
     /// Receives until `deadline`; answers gatekeeper-sent URQs on the way (and reports them).
     async fn receive(&mut self, deadline: Instant) -> Option<(Answer, SocketAddr)> {
+        // The deadline on the wall clock, which the kernel's receive times are on.
+        let by = wall_time() + deadline.saturating_duration_since(Instant::now());
         loop {
-            let left = deadline.checked_duration_since(Instant::now())?;
-            let Some((datagram, from, at)) = tokio::time::timeout(left, self.line.recv_from())
-                .await
-                .ok()?
-            else {
-                // The port's router is gone: silence until the deadline, as for a timeout.
+            let delivery = match deadline.checked_duration_since(Instant::now()) {
+                Some(left) => match tokio::time::timeout(left, self.line.recv_from()).await {
+                    Ok(delivery) => delivery,
+                    // Silence until the deadline, as far as the router has read.
+                    Err(_) => self.line.recv_by(by).await,
+                },
+                None => self.line.recv_by(by).await,
+            };
+            let Some((datagram, from, at)) = delivery else {
+                // Nothing came by the deadline (or the port's router is gone: silence until
+                // the deadline, as for a timeout).
                 tokio::time::sleep_until(deadline.into()).await;
                 return None;
             };
@@ -369,6 +380,7 @@ impl<'a> Life<'a> {
                 }
                 None => {
                     let grq = self.phone.grq();
+                    self.outcome.first_grq_sent.get_or_insert_with(wall_time);
                     match self.exchange(self.plan.target, &grq).await {
                         Some(Answer::Gcf {
                             ras_address: Some(clan),
@@ -393,6 +405,7 @@ impl<'a> Life<'a> {
                     if !self.outcome.registered {
                         self.outcome.latency = Some(started.elapsed());
                         self.outcome.registered_at = Some(now);
+                        self.outcome.first_rcf_heard = Some(self.heard_at);
                     }
                     self.outcome.registered = true;
                     self.outcome.clan = Some(clan);
@@ -408,6 +421,12 @@ impl<'a> Life<'a> {
                     reason, alternates, ..
                 }) => {
                     self.note_reject("RRJ", &reason);
+                    if alternates.is_empty() {
+                        // Nowhere else to try: wait a RAS timer before starting over, as after
+                        // a GRJ, rather than asking again at once (a phone whose alias another
+                        // holds sent hundreds of thousands of RRQs in a minute).
+                        tokio::time::sleep(self.plan.timeout).await;
+                    }
                     agl = alternates;
                 }
                 Some(Answer::Urq { agl: next, .. }) => agl = next,

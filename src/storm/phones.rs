@@ -260,7 +260,9 @@ pub(super) async fn live<C: Conductor>(
         });
         let finished = finished.clone();
         tasks.spawn(async move {
-            tokio::time::sleep(arrival).await;
+            if !arrival.is_zero() {
+                tokio::time::sleep(arrival).await;
+            }
             let own = phone.ras_address.ip();
             let mut life = Life::new(phone, line, seed, &plan);
             if let Some(way) = way {

@@ -34,6 +34,14 @@ pub struct Tally {
     pub first_grq_unix_us: u64,
     /// When the last phone's first RCF came, microseconds since the UNIX epoch.
     pub last_rcf_unix_us: Option<u64>,
+    /// When the first GRQ left, microseconds since the UNIX epoch: `first_grq_unix_us`
+    /// and the time the storm took to start its phones before it.
+    #[serde(default)]
+    pub grq_sent_unix_us: Option<u64>,
+    /// When the kernel received the last phone's first RCF, microseconds since the UNIX
+    /// epoch: `last_rcf_unix_us` less the time the storm took to get round to reading it.
+    #[serde(default)]
+    pub rcf_heard_unix_us: Option<u64>,
     /// When the last socket came into service, microseconds since the UNIX epoch.
     #[serde(default)]
     pub last_service_unix_us: Option<u64>,
@@ -110,6 +118,14 @@ impl Tally {
             if let Some(at) = outcome.registered_at {
                 let at = micros(started_wall + at.duration_since(started));
                 tally.last_rcf_unix_us = Some(tally.last_rcf_unix_us.map_or(at, |l| l.max(at)));
+            }
+            if let Some(sent) = outcome.first_grq_sent {
+                let sent = micros(sent);
+                tally.grq_sent_unix_us = Some(tally.grq_sent_unix_us.map_or(sent, |f| f.min(sent)));
+            }
+            if let Some(heard) = outcome.first_rcf_heard {
+                let heard = micros(heard);
+                tally.rcf_heard_unix_us = tally.rcf_heard_unix_us.max(Some(heard));
             }
             for reject in &outcome.rejects {
                 *tally.rejected.entry(reject.clone()).or_insert(0) += 1;
@@ -236,6 +252,11 @@ impl Tally {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        self.grq_sent_unix_us = match (self.grq_sent_unix_us, other.grq_sent_unix_us) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.rcf_heard_unix_us = self.rcf_heard_unix_us.max(other.rcf_heard_unix_us);
         self.last_service_unix_us = self.last_service_unix_us.max(other.last_service_unix_us);
         self.latencies_us.extend(other.latencies_us);
         add_counts(&mut self.registered_at, other.registered_at);
@@ -263,11 +284,17 @@ impl Tally {
         Some(last.saturating_sub(self.first_grq_unix_us) as f64 / 1e6)
     }
 
-    /// From the first GRQ to the last first RCF, seconds (0 when nobody registered).
+    /// From the first GRQ to the last first RCF, seconds (0 when nobody registered): from
+    /// the moment the first GRQ left to the moment the kernel received the last RCF, as a
+    /// real phone would hear it (see [`super::stamp`]), where the phones noted both; else
+    /// from the storm's start to the moment the last RCF was read.
     pub fn registration_s(&self) -> f64 {
-        self.last_rcf_unix_us.map_or(0.0, |last| {
-            last.saturating_sub(self.first_grq_unix_us) as f64 / 1e6
-        })
+        match (self.grq_sent_unix_us, self.rcf_heard_unix_us) {
+            (Some(first), Some(last)) if last > first => (last - first) as f64 / 1e6,
+            _ => self.last_rcf_unix_us.map_or(0.0, |last| {
+                last.saturating_sub(self.first_grq_unix_us) as f64 / 1e6
+            }),
+        }
     }
 
     /// The latencies as an HDR histogram of microseconds.
