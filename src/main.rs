@@ -87,18 +87,19 @@ enum Command {
     /// Simulate a registration storm of N phones against a gatekeeper and report the load.
     ///
     /// The phones may use any gatekeeper, ours or another. Each binds 127.R.x.y (R from
-    /// --regions, so the gatekeeper's network map puts it in region R), sends GRQ to --target, RRQ to the C-LAN the GCF names, retransmits on
-    /// timeout like a real endpoint (--timeout-ms, --retries, then starts over with GRQ),
-    /// and with --duration keeps alive with lightweight RRQ and re-registers after a
-    /// gatekeeper-sent URQ. The report: registrations per second, latency percentiles,
-    /// rejects by reason, retransmissions, and the final sockets per C-LAN and region (from
-    /// the admin port when it answers). Each phone holds an open file: more phones than one
-    /// process may open run in several storm processes started at one instant and reported
-    /// as one (--processes, by default as many as the limit requires). With --sockets the
-    /// phones hold TCP signalling sockets at their C-LANs, and with --calls-per-s they call
-    /// each other through a gatekeeper that routes calls. Exit status 0 when every phone
-    /// registered (and every routed call connected), 1 when some did not, 2 when the storm
-    /// could not run.
+    /// --regions, so the gatekeeper's network map puts it in region R; fd00:0:R::x:y with
+    /// --ipv6, for which the host routes fd00::/16 to lo), sends GRQ to --target, RRQ to
+    /// the C-LAN the GCF names, retransmits on timeout like a real endpoint (--timeout-ms,
+    /// --retries, then starts over with GRQ), and with --duration keeps alive with
+    /// lightweight RRQ and re-registers after a gatekeeper-sent URQ. The report:
+    /// registrations per second, latency percentiles, rejects by reason, retransmissions,
+    /// and the final sockets per C-LAN and region (from the admin port when it answers).
+    /// Each phone holds an open file: more phones than one process may open run in several
+    /// storm processes started at one instant and reported as one (--processes, by default
+    /// as many as the limit requires). With --sockets the phones hold TCP signalling
+    /// sockets at their C-LANs, and with --calls-per-s they call each other through a
+    /// gatekeeper that routes calls. Exit status 0 when every phone registered (and every
+    /// routed call connected), 1 when some did not, 2 when the storm could not run.
     ///
     /// Examples:
     ///   rasgk storm --phones 1000 --tts-share 0.5
@@ -109,6 +110,9 @@ enum Command {
     ///   rasgk storm --sockets --target 127.0.47.1:1719 --admin 127.0.47.1:7000 \
     ///       --phones 2000 --tts-share 0.5 --regions 1,2,3 \
     ///       --calls-per-s 100 --call-s 3 --call-total 1000
+    ///   ip -6 route add local fd00::/16 dev lo            # IPv6 phones (as root)
+    ///   rasgk storm --ipv6 --target '[fd00::60:1]:1719' --admin '[fd00::60:1]:7000' \
+    ///       --sockets --phones 2000 --tts-share 0.5 --regions 3,4,5
     #[command(verbatim_doc_comment)]
     Storm(Box<rasgk::storm::StormArgs>),
     /// Plan in virtual time what phones, C-LAN faults and changes would do, before doing it.

@@ -15,7 +15,10 @@ use crate::gatekeeper::{ClanView, RegionView};
 #[derive(Debug, thiserror::Error)]
 pub enum StatusError {
     /// The address is not `host:port` or `http://host:port`.
-    #[error("--admin {0:?} is not host:port or http://host:port")]
+    #[error(
+        "--admin {0:?} is not host:port or http://host:port (an IPv6 address in brackets: \
+         [fd00::100]:7000)"
+    )]
     BadAddress(String),
     /// Nothing answered.
     #[error(
@@ -39,12 +42,23 @@ pub enum StatusError {
     },
 }
 
-/// The admin port's address from `host:port` or `http://host:port[/]`.
+/// The admin port's address from `host:port` or `http://host:port[/]`, an IPv6 host in
+/// brackets (`[fd00::100]:7000`): one without them is refused, since `fd00::100:7000` reads
+/// as an address with no port as well as one with port 7000.
 pub fn admin_address(text: &str) -> Result<SocketAddr, StatusError> {
     let bare = text
         .strip_prefix("http://")
         .unwrap_or(text)
         .trim_end_matches('/');
+    if let Ok(address) = bare.parse::<SocketAddr>() {
+        return Ok(address);
+    }
+    let bracketless_ipv6 = bare
+        .rsplit_once(':')
+        .is_some_and(|(host, _)| host.contains(':') && !host.starts_with('['));
+    if bracketless_ipv6 {
+        return Err(StatusError::BadAddress(text.to_string()));
+    }
     bare.to_socket_addrs()
         .ok()
         .and_then(|mut addresses| addresses.next())
@@ -374,6 +388,55 @@ mod tests {
             7000
         );
         assert!(admin_address("127.0.0.1").is_err());
+    }
+
+    #[test]
+    fn an_ipv6_admin_address_comes_in_brackets() {
+        let address: SocketAddr = "[fd00::100]:7000".parse().unwrap();
+        assert_eq!(admin_address("[fd00::100]:7000").unwrap(), address);
+        assert_eq!(admin_address("http://[fd00::100]:7000/").unwrap(), address);
+        for ambiguous in [
+            "fd00::100:7000",
+            "fd00::100",
+            "[fd00::100]",
+            "http://fd00::1:7000",
+        ] {
+            let error = admin_address(ambiguous).unwrap_err().to_string();
+            assert!(error.contains("[fd00::100]:7000"), "{ambiguous}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_host_header_names_an_ipv6_admin_port_in_brackets() {
+        use std::io::{BufRead, BufReader};
+        // ::1 where the host has IPv6 at all.
+        let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+            return;
+        };
+        let address = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut head = Vec::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line.trim().is_empty() {
+                    break;
+                }
+                head.push(line.trim().to_string());
+            }
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]")
+                .unwrap();
+            head
+        });
+        assert_eq!(http_get(address, "/api/clans").unwrap(), (200, "[]".into()));
+        let head = server.join().unwrap();
+        assert!(
+            head.contains(&format!("Host: [::1]:{}", address.port())),
+            "{head:?}"
+        );
     }
 
     #[test]

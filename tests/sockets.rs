@@ -99,21 +99,10 @@ fn a_socket_mode_storm_gives_every_phone_one_established_connection() {
             )
         })
         .collect();
-    let held: BTreeMap<String, u64> = serde_json::from_value(report["sockets_held"].clone())
-        .expect("sockets_held is a map of counts");
-    let held: BTreeMap<String, u64> = held
-        .into_iter()
-        .map(|(address, n)| (by_address[&address].clone(), n))
-        .collect();
-    let nonzero = |m: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
-        m.iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(k, &n)| (k.clone(), n))
-            .collect()
-    };
+    let held = lab::held_by_clan(&report, |address| by_address[address].clone());
     assert_eq!(
-        nonzero(&held),
-        nonzero(&admin),
+        held,
+        lab::nonzero(&admin),
         "the report's sockets are the gatekeeper's"
     );
     eprintln!(
@@ -150,7 +139,7 @@ fn slow_accepting_tts_phones_never_see_more_than_five_attempts_per_clan() {
         "1",
         &["--accept-delay-ms", "5", "--duration", "8"],
     );
-    let ips: Vec<Ipv4Addr> = clans(&served).iter().map(|c| c.1).collect();
+    let ips: Vec<std::net::IpAddr> = clans(&served).iter().map(|c| c.1).collect();
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut most_established = 0;
     let mut most_syn_sent = 0;
@@ -161,7 +150,7 @@ fn slow_accepting_tts_phones_never_see_more_than_five_attempts_per_clan() {
         if worst > 5 {
             let detail: Vec<String> = tcp::sockets()
                 .into_iter()
-                .filter(|(local, _, st)| *st == SYN_SENT && ips.contains(local.ip()))
+                .filter(|(local, _, st)| *st == SYN_SENT && ips.contains(&local.ip()))
                 .map(|(l, r, _)| format!("{l} -> {r}"))
                 .collect();
             panic!(

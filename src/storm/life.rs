@@ -168,11 +168,29 @@ pub(super) struct Life<'a> {
     pub socket: Option<PhoneSocket>,
     /// Its part in routed calls (`--calls-per-s`).
     pub caller: Option<Caller>,
-    /// This phone's seed (also the first half of its call identifiers).
+    /// This phone's seed (also part of its call identifiers).
     seed: u64,
     /// When the kernel received the last datagram [`Life::receive`] returned, since the UNIX
     /// epoch: an RCF's is where its time to service starts.
     heard_at: Duration,
+}
+
+/// A `callIdentifier` of `phone` (of seed `seed`) ending in `tail`, which tells its calls
+/// apart: the phone's extension, the seed's low half, then `tail`. A gatekeeper admits a
+/// routed call's Setup by its callIdentifier, so two storms against one gatekeeper must not
+/// make the same one: their phones' extensions differ (the gatekeeper refuses an alias
+/// taken), though their seeds and phone numbers may not.
+fn call_identifier(phone: &Phone, seed: u64, tail: [u8; 8]) -> [u8; 16] {
+    let extension = phone
+        .aliases
+        .first()
+        .and_then(|alias| alias.to_string().parse::<u32>().ok())
+        .unwrap_or(0);
+    let mut identifier = [0u8; 16];
+    identifier[..4].copy_from_slice(&extension.to_be_bytes());
+    identifier[4..8].copy_from_slice(&(seed as u32).to_be_bytes());
+    identifier[8..].copy_from_slice(&tail);
+    identifier
 }
 
 /// The wall clock, since the UNIX epoch (what crosses processes, and pcap time).
@@ -210,10 +228,10 @@ impl<'a> Life<'a> {
             .unwrap_or_default();
         let dialled = format!("{}{}", self.plan.dial, extension);
         for call in 0..self.plan.calls {
-            let mut call_id = [0u8; 16];
-            call_id[..8].copy_from_slice(&self.seed.to_be_bytes());
-            call_id[8..12].copy_from_slice(&call.to_be_bytes());
-            call_id[12..].copy_from_slice(b"call");
+            let mut tail = [0u8; 8];
+            tail[..4].copy_from_slice(&call.to_be_bytes());
+            tail[4..].copy_from_slice(b"call");
+            let call_id = call_identifier(&self.phone, self.seed, tail);
             let Some(arq) = self.phone.arq(&dialled, call_id) else {
                 return;
             };
@@ -508,12 +526,9 @@ impl<'a> Life<'a> {
         }
     }
 
-    /// This phone's `callIdentifier` for routed call `number`: its seed, then the number.
+    /// This phone's `callIdentifier` for routed call `number` (of the whole storm).
     fn call_identifier(&self, number: u64) -> [u8; 16] {
-        let mut call_identifier = [0u8; 16];
-        call_identifier[..8].copy_from_slice(&self.seed.to_be_bytes());
-        call_identifier[8..].copy_from_slice(&number.to_be_bytes());
-        call_identifier
+        call_identifier(&self.phone, self.seed, number.to_be_bytes())
     }
 
     /// Places routed call `order`: ARQ (unless pre-granted) for the number it dials, then
@@ -624,5 +639,22 @@ impl<'a> Life<'a> {
         for placed in &over {
             self.count_call(placed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phones_of_two_storms_with_one_seed_make_different_call_identifiers() {
+        let first = Phone::extension(50_000, "127.1.1.1:1719".parse().unwrap());
+        let other = Phone::extension(51_000, "[fd00:0:3::1:1]:1719".parse().unwrap());
+        let (seed, call) = (1 ^ 0x9E37_79B9_7F4A_7C15, 7u64.to_be_bytes());
+        let id = call_identifier(&first, seed, call);
+        assert_ne!(id, call_identifier(&other, seed, call));
+        assert_ne!(id, call_identifier(&first, seed, 8u64.to_be_bytes()));
+        assert_eq!(id[..4], 50_000u32.to_be_bytes(), "the extension first");
+        assert_eq!(id[8..], call, "the call's number last");
     }
 }

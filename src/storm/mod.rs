@@ -1,7 +1,8 @@
 //! `rasgk storm`: a registration storm of simulated phones against any gatekeeper.
 //!
 //! Each phone binds its own source address (on loopback `127.R.x.y` for region R, so the
-//! gatekeeper's network map puts it in that region), sends GRQ to the discovery address,
+//! gatekeeper's network map puts it in that region; `fd00:0:R::x:y` with `--ipv6`, see
+//! [`roster`]), sends GRQ to the discovery address,
 //! RRQ to the C-LAN the GCF names, retransmits like a real endpoint, and keeps alive with
 //! lightweight RRQ while the storm lasts ([`life`]). The report ([`report`]) gives the rate,
 //! latency percentiles, rejects, retransmissions and the final load per C-LAN and region,
@@ -37,7 +38,7 @@ pub(crate) use signalling::Backoff;
 mod tally;
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -69,9 +70,24 @@ pub struct StormArgs {
     /// First extension of TTS phones.
     #[arg(long = "tts-from", value_name = "EXT", default_value_t = 50_000)]
     pub tts_extensions_from: u32,
-    /// Regions the phones come from, round robin (phone addresses 127.R.x.y).
+    /// Regions the phones come from, round robin (phone addresses 127.R.x.y, or
+    /// fd00:0:R::x:y with --ipv6).
     #[arg(long, value_name = "R,R,…", value_delimiter = ',', default_value = "1")]
     pub regions: Vec<u8>,
+    /// Phones over IPv6: phone n of region R has fd00:0:R::X:Y where it would have
+    /// 127.R.X.Y, in the same decimal digits (127.12.2.51 becomes fd00:0:12::2:51, so region
+    /// R's phones are in fd00:0:R::/48). Their RAS goes to an IPv6 --target (the
+    /// gatekeeper's IPv6 discovery address); with --sockets they connect from, and are
+    /// connected to on, these addresses.
+    ///
+    /// The host must take every address of the prefix as its own, as it does 127/8: route
+    /// it to the loopback device, `ip -6 route add local fd00::/16 dev lo` (the storm tries
+    /// one address of each region before it starts and says so when one is not local). A
+    /// gatekeeper on the same host needs its own IPv6 addresses assigned, e.g. `ip -6 addr
+    /// add fd00::100/128 dev lo`.
+    #[arg(long)]
+    #[serde(default)]
+    pub ipv6: bool,
     /// Arrivals per second; all at once when not given.
     #[arg(long, value_name = "PER_S")]
     pub rate: Option<f64>,
@@ -273,6 +289,18 @@ pub enum StormError {
         "cannot open the TTS phones' listener (a TCP socket on the loopback device `lo`): {0}"
     )]
     Listener(std::io::Error),
+    /// An IPv6 phone's address is not an address of this host.
+    #[error(
+        "phone address {address} is not an address of this host ({reason}): --ipv6 phones \
+         need their prefix routed to the loopback device, e.g. `ip -6 route add local \
+         fd00::/16 dev lo`"
+    )]
+    NotLocal {
+        /// The first phone address found not local.
+        address: IpAddr,
+        /// What the check saw.
+        reason: String,
+    },
     /// A child of a multi-process storm failed.
     #[error("storm process {shard}: {reason}")]
     Shard {
@@ -310,7 +338,25 @@ impl StormArgs {
             ));
         }
         if self.regions.is_empty() || self.regions.contains(&0) {
-            return bad("--regions must list regions 1 to 255 (phone addresses 127.R.x.y)".into());
+            return bad(format!(
+                "--regions must list regions 1 to 255 (phone addresses {})",
+                roster::span(self.family())
+            ));
+        }
+        if crate::config::Family::of(self.target.ip()) != self.family() {
+            return bad(if self.ipv6 {
+                format!(
+                    "--target {} is IPv4, but --ipv6 phones send their GRQ over IPv6: give the \
+                     gatekeeper's IPv6 discovery address (e.g. --target [fd00::100]:1719)",
+                    self.target
+                )
+            } else {
+                format!(
+                    "--target {} is IPv6, but the phones are IPv4 (127.R.x.y): add --ipv6, or \
+                     give the gatekeeper's IPv4 discovery address",
+                    self.target
+                )
+            });
         }
         if let Some(rate) = self.rate {
             if !(rate.is_finite() && rate > 0.0) {
@@ -320,7 +366,8 @@ impl StormArgs {
         if let Some((_, per_region)) = roster::fullest_region(&self.regions, self.phones) {
             if per_region > roster::MOST_PER_REGION {
                 return bad(format!(
-                    "{per_region} phones per region do not fit in 127.R.1.1 to 127.R.254.250"
+                    "{per_region} phones per region do not fit in {}",
+                    roster::span(self.family())
                 ));
             }
         }
@@ -475,11 +522,20 @@ impl StormArgs {
         )))
     }
 
+    /// The phones' address family: IPv6 with `--ipv6`.
+    pub fn family(&self) -> crate::config::Family {
+        if self.ipv6 {
+            crate::config::Family::V6
+        } else {
+            crate::config::Family::V4
+        }
+    }
+
     /// Phone `i`: its address, TTS or not, and its extension, by [`roster`]'s rule.
-    fn phones(&self) -> Vec<(Ipv4Addr, Phone, bool)> {
+    fn phones(&self) -> Vec<(IpAddr, Phone, bool)> {
         (0..self.phones)
             .map(|i| {
-                let ip = roster::address(&self.regions, i);
+                let ip = roster::address_of(self.family(), &self.regions, i);
                 let tts = roster::is_tts(self.tts_share, i);
                 let extension = roster::extension(
                     self.tts_share,
@@ -487,7 +543,7 @@ impl StormArgs {
                     self.extensions_from,
                     i,
                 );
-                let mut phone = Phone::extension(extension, SocketAddr::new(IpAddr::V4(ip), 0));
+                let mut phone = Phone::extension(extension, SocketAddr::new(ip, 0));
                 phone.password.clone_from(&self.password);
                 (ip, phone, tts)
             })
@@ -899,21 +955,58 @@ mod tests {
 
     #[test]
     fn every_phone_has_an_address_of_its_own_in_its_region_even_when_a_region_is_listed_twice() {
-        let storm = args("--target 127.0.0.1:1719 --phones 1000 --regions 1,1,2");
-        let phones = storm.phones();
-        let ips: std::collections::HashSet<Ipv4Addr> = phones.iter().map(|p| p.0).collect();
-        assert_eq!(ips.len(), 1000, "one address a phone: they share a port");
-        for (i, (ip, phone, _)) in phones.iter().enumerate() {
-            assert_eq!(ip.octets()[1], [1, 1, 2][i % 3], "phone {i}'s region");
-            assert_eq!(phone.ras_address.ip(), IpAddr::V4(*ip));
+        for (family, target) in [("", "127.0.0.1:1719"), ("--ipv6", "[fd00::100]:1719")] {
+            let storm = args(&format!(
+                "--target {target} --phones 1000 --regions 1,1,2 {family}"
+            ));
+            assert!(storm.check().is_ok());
+            let phones = storm.phones();
+            let ips: std::collections::HashSet<IpAddr> = phones.iter().map(|p| p.0).collect();
+            assert_eq!(ips.len(), 1000, "one address a phone: they share a port");
+            for (i, (ip, phone, _)) in phones.iter().enumerate() {
+                let region = match ip {
+                    IpAddr::V4(ip) => ip.octets()[1].to_string(),
+                    IpAddr::V6(ip) => format!("{:x}", ip.segments()[2]),
+                };
+                assert_eq!(region, [1, 1, 2][i % 3].to_string(), "phone {i}'s region");
+                assert_eq!(phone.ras_address.ip(), *ip);
+                assert_eq!(crate::config::Family::of(*ip), storm.family());
+            }
+            // Region 1 has 667 phones: 127.1.1.1 to 127.1.1.250, 127.1.2.1 …, 127.1.3.167.
+            assert_eq!(
+                roster::fullest_region(&storm.regions, storm.phones),
+                Some((1, 667))
+            );
+            let (last, next) = if storm.ipv6 {
+                ("fd00:0:1::3:167", "fd00:0:1::3:168")
+            } else {
+                ("127.1.3.167", "127.1.3.168")
+            };
+            assert!(ips.contains(&last.parse().unwrap()));
+            assert!(!ips.contains(&next.parse().unwrap()));
         }
-        // Region 1 has 667 phones: 127.1.1.1 to 127.1.1.250, 127.1.2.1 …, 127.1.3.167.
-        assert_eq!(
-            roster::fullest_region(&storm.regions, storm.phones),
-            Some((1, 667))
+    }
+
+    #[test]
+    fn the_phones_family_and_the_targets_must_agree() {
+        let error = args("--ipv6 --phones 3").check().unwrap_err().to_string();
+        assert!(
+            error.contains("--target 127.0.0.1:1719 is IPv4, but --ipv6 phones"),
+            "{error}"
         );
-        assert!(ips.contains(&Ipv4Addr::new(127, 1, 3, 167)));
-        assert!(!ips.contains(&Ipv4Addr::new(127, 1, 3, 168)));
+        let error = args("--target [fd00::100]:1719 --phones 3")
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("add --ipv6"), "{error}");
+        let error = args("--target [fd00::100]:1719 --ipv6 --phones 127000 --regions 1,1,2")
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("phones per region do not fit in fd00:0:R::1:1 to fd00:0:R::254:250"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -20,7 +20,8 @@ use tokio::sync::mpsc::unbounded_channel;
 
 use super::calls::{self, Finished, Schedule, SERVICE_WAIT};
 use super::life::{wall_time, Caller, Life, Plan};
-use super::port::{Line, Port, Router};
+use super::port::{self, Line, Port, Router};
+use super::roster;
 use super::signalling::{self, Acceptor, Gauge, Listener, PhoneSocket, Way};
 use super::tally::Tally;
 use super::{Share, StormArgs, StormError};
@@ -86,7 +87,20 @@ pub(super) async fn bind(args: &StormArgs, share: Share) -> Result<Bound, StormE
             phones.push((index, phone, tts));
         }
     }
-    let port = Port::open().map_err(StormError::Port)?;
+    if args.ipv6 {
+        // One address of each region: its first phone's.
+        let mut seen = std::collections::BTreeSet::new();
+        let firsts: Vec<IpAddr> = phones
+            .iter()
+            .zip(&ips)
+            .filter(|((index, ..), _)| seen.insert(roster::of_region(&args.regions, *index).0))
+            .map(|(_, &ip)| ip)
+            .collect();
+        port::check_local(&firsts)
+            .await
+            .map_err(|(address, reason)| StormError::NotLocal { address, reason })?;
+    }
+    let port = Port::open(args.family()).map_err(StormError::Port)?;
     let (router, lines) = port.lines(ips);
     let (acceptor, mut ways, signal_port) = if args.sockets {
         let backlog = if args.accept_delay_ms > 0 {
@@ -94,14 +108,10 @@ pub(super) async fn bind(args: &StormArgs, share: Share) -> Result<Bound, StormE
         } else {
             signalling::BACKLOG
         };
-        let listener = Listener::open(backlog).map_err(StormError::Listener)?;
+        let listener = Listener::open(backlog, args.family()).map_err(StormError::Listener)?;
         let signal_port = listener.port();
         let tts_ips = phones.iter().zip(&lines).filter(|((_, _, tts), _)| *tts);
-        let tts_ips = tts_ips.filter_map(|(_, line)| match line.local_addr().ip() {
-            IpAddr::V4(ip) => Some(ip),
-            IpAddr::V6(_) => None,
-        });
-        let (acceptor, inboxes) = listener.inboxes(tts_ips);
+        let (acceptor, inboxes) = listener.inboxes(tts_ips.map(|(_, line)| line.local_addr().ip()));
         (Some(acceptor), inboxes.into_iter(), Some(signal_port))
     } else {
         (None, Vec::new().into_iter(), None)

@@ -1,20 +1,23 @@
 //! The phones' port: one UDP socket that every phone of a storm process sends from and
 //! receives on, each with its own address.
 //!
-//! Storm phones are told apart by IP (127.R.x.y, one each), so they can share the socket's
-//! port number. A phone's datagrams leave with its own IP as the source (`IP_PKTINFO`), and
+//! Storm phones are told apart by IP (127.R.x.y, or fd00:0:R::x:y over IPv6, one each), so
+//! they can share the socket's port number. A phone's datagrams leave with its own IP as the source (`IP_PKTINFO`), and
 //! one task, the [`Router`], reads the socket a batch at a time (`recvmmsg`) and hands each
 //! datagram to the phone whose IP it was sent to. Both go through `quinn-udp`, which does
 //! the control messages on every platform it knows.
 //!
 //! A socket a phone, as the storm had before, cost a file, an epoll registration, a wake-up
 //! and two system calls per answer: under 40,000 phones, twice the CPU the gatekeeper took.
-//! The socket listens on every address but, on Linux, is bound to the loopback device, so
-//! nothing from outside the machine reaches it (elsewhere it listens on every interface).
+//! The socket listens on every address of the phones' family but, on Linux, is bound to the
+//! loopback device, so nothing from outside the machine reaches it (elsewhere it listens on
+//! every interface). An IPv6 phone's address is local only by a route ([`check_local`]),
+//! not assigned to the device, so the IPv6 socket may send from addresses it has not bound
+//! (`IPV6_FREEBIND`).
 
 use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +28,7 @@ use tokio::io::Interest;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
+use crate::config::Family;
 use crate::gatekeeper::MAX_DATAGRAM;
 
 /// Octets a receive slot holds: as much as the gatekeeper reads from a phone.
@@ -42,13 +46,17 @@ pub(super) struct Port {
 }
 
 impl Port {
-    /// Opens the port: IPv4, any address, a port the system picks, on the loopback device.
-    /// Must run inside a tokio runtime.
-    pub fn open() -> io::Result<Port> {
-        let socket = crate::server::sockets::udp(Domain::IPV4)?;
+    /// Opens the port: `family`, any address, a port the system picks, on the loopback
+    /// device. Must run inside a tokio runtime.
+    pub fn open(family: Family) -> io::Result<Port> {
+        let socket = crate::server::sockets::udp(domain(family))?;
         #[cfg(any(target_os = "linux", target_os = "android"))]
         socket.bind_device(Some(b"lo"))?;
-        socket.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)).into())?;
+        if family == Family::V6 {
+            socket.set_only_v6(true)?;
+            may_send_from_any_address(&socket)?;
+        }
+        socket.bind(&SocketAddr::new(unspecified(family), 0).into())?;
         let state = UdpSocketState::new((&socket).into())?;
         let socket = UdpSocket::from_std(socket.into())?;
         let port = socket.local_addr()?.port();
@@ -60,7 +68,7 @@ impl Port {
     }
 
     /// A line for each of `ips` (each its own), and the router that feeds them.
-    pub fn lines(self, ips: impl IntoIterator<Item = Ipv4Addr>) -> (Router, Vec<Line>) {
+    pub fn lines(self, ips: impl IntoIterator<Item = IpAddr>) -> (Router, Vec<Line>) {
         let port = Arc::new(self);
         let mut routes = HashMap::new();
         let lines = ips
@@ -123,7 +131,7 @@ impl Line {
 /// Reads the port and hands each datagram to its phone's line.
 pub(super) struct Router {
     port: Arc<Port>,
-    routes: HashMap<Ipv4Addr, UnboundedSender<Delivery>>,
+    routes: HashMap<IpAddr, UnboundedSender<Delivery>>,
 }
 
 impl Router {
@@ -150,7 +158,7 @@ impl Router {
             };
             drop(slots);
             for (slot, meta) in octets.chunks_exact(SLOT).zip(&meta).take(count) {
-                let Some(IpAddr::V4(to)) = meta.dst_ip else {
+                let Some(to) = meta.dst_ip else {
                     continue;
                 };
                 let Some(line) = self.routes.get(&to) else {
@@ -170,6 +178,79 @@ impl Router {
     }
 }
 
+/// The socket domain of `family`.
+pub(super) fn domain(family: Family) -> Domain {
+    match family {
+        Family::V4 => Domain::IPV4,
+        Family::V6 => Domain::IPV6,
+    }
+}
+
+/// The unspecified address of `family`: 0.0.0.0 or ::.
+pub(super) fn unspecified(family: Family) -> IpAddr {
+    match family {
+        Family::V4 => Ipv4Addr::UNSPECIFIED.into(),
+        Family::V6 => Ipv6Addr::UNSPECIFIED.into(),
+    }
+}
+
+/// Lets an IPv6 socket bind or send from an address that is local by a route alone (`ip -6
+/// route add local PREFIX dev lo`), as Linux lets every IPv4 socket use 127/8: the kernel
+/// checks IPv6 sources against the addresses assigned to devices unless it is told not to
+/// (`IPV6_FREEBIND`). Elsewhere nothing is needed or done.
+pub(super) fn may_send_from_any_address(socket: &socket2::Socket) -> io::Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    socket.set_freebind_v6(true)?;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = socket;
+    Ok(())
+}
+
+/// How long [`check_local`] waits for a datagram sent to itself.
+const LOCAL_WAIT: Duration = Duration::from_millis(500);
+
+/// Checks that each of `ips` (IPv6 phones' addresses) is an address of this host: a datagram
+/// sent from it to itself, on the loopback device, comes back. Without the route that makes
+/// the phones' prefix local, the gatekeeper's answers would go nowhere (or, from a gatekeeper
+/// elsewhere, off the host): the storm refuses to start instead. The first address that is
+/// not local, with what the system said.
+pub(super) async fn check_local(ips: &[IpAddr]) -> Result<(), (IpAddr, String)> {
+    for &ip in ips {
+        let fail = |what: String| (ip, what);
+        let socket = crate::server::sockets::udp(domain(Family::of(ip)))
+            .and_then(|socket| {
+                #[cfg(any(target_os = "linux", target_os = "android"))]
+                socket.bind_device(Some(b"lo"))?;
+                if ip.is_ipv6() {
+                    socket.set_only_v6(true)?;
+                    may_send_from_any_address(&socket)?;
+                }
+                socket.bind(&SocketAddr::new(ip, 0).into())?;
+                UdpSocket::from_std(socket.into())
+            })
+            .map_err(|error| fail(format!("cannot bind it: {error}")))?;
+        let own = socket
+            .local_addr()
+            .map_err(|error| fail(error.to_string()))?;
+        socket
+            .send_to(b"rasgk storm: is this address local?", own)
+            .await
+            .map_err(|error| fail(format!("cannot send from it to itself: {error}")))?;
+        let mut buffer = [0u8; 64];
+        match tokio::time::timeout(LOCAL_WAIT, socket.recv_from(&mut buffer)).await {
+            Ok(Ok((_, from))) if from == own => {}
+            Ok(Ok((_, from))) => return Err(fail(format!("{from} answered instead of itself"))),
+            Ok(Err(error)) => return Err(fail(error.to_string())),
+            Err(_) => {
+                return Err(fail(format!(
+                    "a datagram it sent to itself did not come back within {LOCAL_WAIT:?}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,7 +261,9 @@ mod tests {
         let peer = UdpSocket::bind("127.0.73.1:0").await.unwrap();
         let peer_address = peer.local_addr().unwrap();
         let ips: Vec<Ipv4Addr> = (1..=3).map(|i| Ipv4Addr::new(127, 73, 1, i)).collect();
-        let (router, mut lines) = Port::open().unwrap().lines(ips.clone());
+        let (router, mut lines) = Port::open(Family::V4)
+            .unwrap()
+            .lines(ips.iter().map(|&ip| IpAddr::V4(ip)));
         let routing = tokio::spawn(router.run());
         let wait = Duration::from_secs(5);
         for (i, line) in lines.iter().enumerate() {
@@ -211,5 +294,14 @@ mod tests {
             assert!(line.inbox.try_recv().is_err(), "one datagram each");
         }
         routing.abort();
+    }
+
+    #[tokio::test]
+    async fn an_address_of_this_host_is_local() {
+        assert_eq!(check_local(&["127.0.73.5".parse().unwrap()]).await, Ok(()));
+        // ::1 where the host has IPv6 at all.
+        if std::net::UdpSocket::bind("[::1]:0").is_ok() {
+            assert_eq!(check_local(&["::1".parse().unwrap()]).await, Ok(()));
+        }
     }
 }

@@ -6,21 +6,33 @@
 //! The regions are taken round robin (a region listed twice gets twice the phones); within
 //! its region a phone takes the next address of the block 127.R.1.1, 127.R.1.2, …,
 //! 127.R.1.250, 127.R.2.1, …: 250 to each /24, so that .0 and .251–.255 stay free, and
-//! 254 /24s, up to 127.R.254.250. TTS phones are spread evenly: phone `n` is TTS when the
-//! share's running total crosses a whole number at `n`.
+//! 254 /24s, up to 127.R.254.250. Over IPv6 (`rasgk storm --ipv6`) the same numbers make
+//! fd00:0:R::X:Y, written in the same decimal digits ([`address6`]): phone 127.12.2.51 is
+//! fd00:0:12::2:51, and region R's phones are in fd00:0:R::/48. TTS phones are spread
+//! evenly: phone `n` is TTS when the share's running total crosses a whole number at `n`.
 //!
 //! Routed calls (`rasgk storm --calls-per-s`) take turns too: call `j` of the storm is
 //! placed by phone `j mod phones` ([`caller`]), which calls the phone half the storm away
 //! ([`callee`]), so a phone places one call every `phones` calls and, while the calls last
 //! less than that many calls' time, has at most one call of its own and one it answers.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::config::Family;
 
 /// Phones of a region on one 127.R.B.x block.
 const PER_BLOCK: usize = 250;
 
 /// The most phones a region's addresses hold: 127.R.1.1 to 127.R.254.250.
 pub const MOST_PER_REGION: usize = PER_BLOCK * 254;
+
+/// A region's phone addresses, first to last, as the help and errors name them.
+pub fn span(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "127.R.1.1 to 127.R.254.250",
+        Family::V6 => "fd00:0:R::1:1 to fd00:0:R::254:250",
+    }
+}
 
 /// Phone `n`'s region, and how many phones of that region come before it.
 pub fn of_region(regions: &[u8], n: usize) -> (u8, usize) {
@@ -34,11 +46,40 @@ pub fn of_region(regions: &[u8], n: usize) -> (u8, usize) {
     (region, (n / round) * times + earlier)
 }
 
-/// Phone `n`'s address. `n` must leave its region within [`MOST_PER_REGION`].
-pub fn address(regions: &[u8], n: usize) -> Ipv4Addr {
+/// Phone `n`'s place: its region R, then X and Y, the last two numbers of 127.R.X.Y (and of
+/// fd00:0:R::X:Y). `n` must leave its region within [`MOST_PER_REGION`].
+fn place(regions: &[u8], n: usize) -> (u8, u8, u8) {
     let (region, j) = of_region(regions, n);
     let (block, host) = (j / PER_BLOCK, j % PER_BLOCK);
-    Ipv4Addr::new(127, region, (1 + block) as u8, (1 + host) as u8)
+    (region, (1 + block) as u8, (1 + host) as u8)
+}
+
+/// Phone `n`'s IPv4 address, 127.R.X.Y.
+pub fn address(regions: &[u8], n: usize) -> Ipv4Addr {
+    let (region, x, y) = place(regions, n);
+    Ipv4Addr::new(127, region, x, y)
+}
+
+/// Phone `n`'s IPv6 address, fd00:0:R::X:Y: the numbers of its IPv4 address, each written
+/// with the same decimal digits (region 12 is `12`, not `c`), so that the two read alike.
+pub fn address6(regions: &[u8], n: usize) -> Ipv6Addr {
+    let (region, x, y) = place(regions, n);
+    let [region, x, y] = [region, x, y].map(decimal_digits);
+    Ipv6Addr::new(0xfd00, 0, region, 0, 0, 0, x, y)
+}
+
+/// Phone `n`'s address of `family`.
+pub fn address_of(family: Family, regions: &[u8], n: usize) -> IpAddr {
+    match family {
+        Family::V4 => address(regions, n).into(),
+        Family::V6 => address6(regions, n).into(),
+    }
+}
+
+/// The 16-bit group that reads as `number` does in decimal: 250 → 0x250.
+fn decimal_digits(number: u8) -> u16 {
+    let number = u16::from(number);
+    ((number / 100) << 8) | ((number / 10 % 10) << 4) | (number % 10)
 }
 
 /// The region that `count` phones give the most phones, with how many (the first such
@@ -113,6 +154,38 @@ mod tests {
             address(&[3], MOST_PER_REGION - 1),
             Ipv4Addr::new(127, 3, 254, 250)
         );
+    }
+
+    #[test]
+    fn ipv6_phones_take_the_numbers_of_their_ipv4_addresses_in_the_same_digits() {
+        let regions = [1, 12, 255];
+        for n in (0..3_000).chain([MOST_PER_REGION * 3 - 1]) {
+            let v4 = address(&regions, n);
+            let v6 = address6(&regions, n);
+            let [_, r, x, y] = v4.octets();
+            assert_eq!(v6.to_string(), format!("fd00:0:{r}::{x}:{y}"), "phone {n}");
+            assert_eq!(address_of(Family::V4, &regions, n), IpAddr::V4(v4));
+            assert_eq!(address_of(Family::V6, &regions, n), IpAddr::V6(v6));
+        }
+        assert_eq!(
+            address6(&[3], 0),
+            "fd00:0:3::1:1".parse::<Ipv6Addr>().unwrap()
+        );
+        assert_eq!(
+            address6(&[3], 250),
+            "fd00:0:3::2:1".parse::<Ipv6Addr>().unwrap()
+        );
+        assert_eq!(
+            address6(&[200], MOST_PER_REGION - 1),
+            "fd00:0:200::254:250".parse::<Ipv6Addr>().unwrap()
+        );
+        // Every phone of a region lies in fd00:0:R::/48, one address each.
+        let all: std::collections::HashSet<Ipv6Addr> =
+            (0..2_000).map(|n| address6(&[7, 8], n)).collect();
+        assert_eq!(all.len(), 2_000);
+        assert!(all
+            .iter()
+            .all(|ip| matches!(ip.segments()[..3], [0xfd00, 0, 7 | 8])));
     }
 
     #[test]

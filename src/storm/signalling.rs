@@ -27,14 +27,14 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Protocol, Socket, Type};
 use std::future::Future;
 
 use tokio::io::AsyncWriteExt;
@@ -45,6 +45,8 @@ use tokio::task::JoinHandle;
 
 use super::call_signalling::{CallSignalling, Dial, Heard, Out, Placed};
 use super::calls::STORM_ENDED;
+use super::port;
+use crate::config::Family;
 
 /// The empty TPKT frame that puts a socket in service: what the gatekeeper writes when the
 /// socket's establishment completes.
@@ -249,7 +251,13 @@ async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
         SocketAddr::V4(_) => TcpSocket::new_v4(),
         SocketAddr::V6(_) => TcpSocket::new_v6(),
     };
-    let socket = match socket.and_then(|s| s.bind(SocketAddr::new(from, 0)).map(|()| s)) {
+    let bound = socket.and_then(|socket| {
+        if from.is_ipv6() {
+            super::port::may_send_from_any_address(&socket2::SockRef::from(&socket))?;
+        }
+        socket.bind(SocketAddr::new(from, 0)).map(|()| socket)
+    });
+    let socket = match bound {
         Ok(socket) => socket,
         Err(error) => return Attempt::Failed(error),
     };
@@ -342,22 +350,25 @@ pub(super) async fn accept_until_service(inbox: &mut Inbox) -> SocketInService {
     }
 }
 
-/// The TCP socket every TTS phone of a storm process takes connections on: any IPv4 address,
-/// a port the system picks, on the loopback device (Linux; elsewhere every interface), a
-/// queue of `backlog` ([`BACKLOG`], or [`SLOW_BACKLOG`] for slow phones). Each phone's
-/// `callSignalAddress` is its own IP and this port.
+/// The TCP socket every TTS phone of a storm process takes connections on: any address of
+/// the phones' family, a port the system picks, on the loopback device (Linux; elsewhere
+/// every interface), a queue of `backlog` ([`BACKLOG`], or [`SLOW_BACKLOG`] for slow
+/// phones). Each phone's `callSignalAddress` is its own IP and this port.
 pub(super) struct Listener {
     listener: TcpListener,
     port: u16,
 }
 
 impl Listener {
-    /// Opens the listener. Must run inside a tokio runtime.
-    pub fn open(backlog: i32) -> io::Result<Listener> {
-        let socket = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    /// Opens the listener for phones of `family`. Must run inside a tokio runtime.
+    pub fn open(backlog: i32, family: Family) -> io::Result<Listener> {
+        let socket = Socket::new(port::domain(family), Type::STREAM, Some(Protocol::TCP))?;
         #[cfg(any(target_os = "linux", target_os = "android"))]
         socket.bind_device(Some(b"lo"))?;
-        socket.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)).into())?;
+        if family == Family::V6 {
+            socket.set_only_v6(true)?;
+        }
+        socket.bind(&SocketAddr::new(port::unspecified(family), 0).into())?;
         // Accepted connections inherit it: their frames are stamped on arrival.
         super::stamp::ask(&socket);
         socket.listen(backlog)?;
@@ -373,7 +384,7 @@ impl Listener {
     }
 
     /// An inbox for each of `ips` (the TTS phones'), and the acceptor that fills them.
-    pub fn inboxes(self, ips: impl IntoIterator<Item = Ipv4Addr>) -> (Acceptor, Vec<Inbox>) {
+    pub fn inboxes(self, ips: impl IntoIterator<Item = IpAddr>) -> (Acceptor, Vec<Inbox>) {
         let mut routes = HashMap::new();
         let inboxes = ips
             .into_iter()
@@ -404,7 +415,7 @@ pub(super) struct Accepted {
 /// Takes the listener's connections and hands each to the TTS phone whose IP it was made to.
 pub(super) struct Acceptor {
     listener: TcpListener,
-    routes: HashMap<Ipv4Addr, UnboundedSender<TcpStream>>,
+    routes: HashMap<IpAddr, UnboundedSender<TcpStream>>,
     counts: Arc<Accepted>,
 }
 
@@ -431,8 +442,8 @@ impl Acceptor {
                 }
             };
             let route = match stream.local_addr() {
-                Ok(SocketAddr::V4(local)) => self.routes.get(local.ip()),
-                _ => None,
+                Ok(local) => self.routes.get(&local.ip()),
+                Err(_) => None,
             };
             match route.map(|phone| phone.send(stream)) {
                 Some(Ok(())) => self.counts.handed.fetch_add(1, Ordering::Relaxed),
@@ -845,6 +856,7 @@ impl SocketLife {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Ipv4Addr;
     use tokio::io::AsyncReadExt;
 
     /// Bounds every wait of these tests.
@@ -1041,10 +1053,10 @@ mod tests {
 
     #[tokio::test]
     async fn the_listener_hands_each_connection_to_the_phone_of_its_address() {
-        let listener = Listener::open(SLOW_BACKLOG).unwrap();
+        let listener = Listener::open(SLOW_BACKLOG, Family::V4).unwrap();
         let port = listener.port();
         let ips: Vec<Ipv4Addr> = (1..=3).map(|i| Ipv4Addr::new(127, 9, 4, i)).collect();
-        let (acceptor, mut inboxes) = listener.inboxes(ips.clone());
+        let (acceptor, mut inboxes) = listener.inboxes(ips.iter().map(|&ip| IpAddr::V4(ip)));
         let counts = acceptor.counts();
         let accepting = tokio::spawn(acceptor.run(Duration::ZERO));
         let clan = IpAddr::from([127, 0, 9, 4]);
@@ -1088,10 +1100,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_tts_phone_is_in_service_on_the_frame_and_measures_from_its_rcf() {
-        let listener = Listener::open(SLOW_BACKLOG).unwrap();
+        let listener = Listener::open(SLOW_BACKLOG, Family::V4).unwrap();
         let port = listener.port();
         let ip = Ipv4Addr::new(127, 9, 5, 1);
-        let (acceptor, mut inboxes) = listener.inboxes([ip]);
+        let (acceptor, mut inboxes) = listener.inboxes([IpAddr::V4(ip)]);
         let accepting = tokio::spawn(acceptor.run(Duration::ZERO));
         let gauge = Gauge::default();
         let rng = ChaCha8Rng::seed_from_u64(5);
@@ -1153,10 +1165,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_slow_acceptor_takes_each_connection_a_delay_after_the_last() {
-        let listener = Listener::open(SLOW_BACKLOG).unwrap();
+        let listener = Listener::open(SLOW_BACKLOG, Family::V4).unwrap();
         let port = listener.port();
         let ips: Vec<Ipv4Addr> = (1..=4).map(|i| Ipv4Addr::new(127, 9, 6, i)).collect();
-        let (acceptor, mut inboxes) = listener.inboxes(ips.clone());
+        let (acceptor, mut inboxes) = listener.inboxes(ips.iter().map(|&ip| IpAddr::V4(ip)));
         let delay = Duration::from_millis(60);
         let started = Instant::now();
         let accepting = tokio::spawn(acceptor.run(delay));

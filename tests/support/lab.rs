@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -104,24 +104,38 @@ impl Drop for StormChild {
     }
 }
 
-/// `rasgk storm --sockets` against the gatekeeper on 127.0.NET.1, in the background.
+/// `rasgk storm --sockets` against the gatekeeper on 127.0.NET.1, phones of regions 1, 2
+/// and 3, in the background.
 pub fn storm(net: u8, phones: usize, tts_share: &str, more: &[&str]) -> StormChild {
     let target = format!("127.0.{net}.1:1719");
     let admin = format!("127.0.{net}.1:7000");
+    storm_against(&target, &admin, phones, tts_share, "1,2,3", more)
+}
+
+/// `rasgk storm --sockets` of `phones` phones of `regions` against the discovery address
+/// `target`, reading the admin port at `admin`, its report as JSON, in the background.
+pub fn storm_against(
+    target: &str,
+    admin: &str,
+    phones: usize,
+    tts_share: &str,
+    regions: &str,
+    more: &[&str],
+) -> StormChild {
     let phones = phones.to_string();
     let mut args = vec![
         "storm",
         "--sockets",
         "--target",
-        &target,
+        target,
         "--admin",
-        &admin,
+        admin,
         "--phones",
         &phones,
         "--tts-share",
         tts_share,
         "--regions",
-        "1,2,3",
+        regions,
         "--timeout-ms",
         "500",
         "--retries",
@@ -141,8 +155,8 @@ pub fn report(storm: StormChild, within: Duration) -> Value {
     report
 }
 
-/// (name, IP, established, places, setups, cap) of every C-LAN.
-pub fn clans(served: &Served) -> Vec<(String, Ipv4Addr, u64, u64, u64, u64)> {
+/// (name, IP, established, places, setups, cap) of every C-LAN (the IP of its `address`).
+pub fn clans(served: &Served) -> Vec<(String, IpAddr, u64, u64, u64, u64)> {
     served
         .get_json("/api/clans")
         .as_array()
@@ -150,18 +164,36 @@ pub fn clans(served: &Served) -> Vec<(String, Ipv4Addr, u64, u64, u64, u64)> {
         .iter()
         .map(|c| {
             let address: SocketAddr = c["address"].as_str().unwrap().parse().unwrap();
-            let SocketAddr::V4(address) = address else {
-                panic!("IPv4 C-LANs only here");
-            };
             (
                 c["name"].as_str().unwrap().to_string(),
-                *address.ip(),
+                address.ip(),
                 c["established"].as_u64().unwrap(),
                 c["sockets"].as_u64().unwrap(),
                 c["setups"].as_u64().unwrap(),
                 c["max_sockets"].as_u64().unwrap(),
             )
         })
+        .collect()
+}
+
+/// The sockets a storm's report says its phones held (`sockets_held`, by signalling
+/// address), by the name `name_of` gives each address's C-LAN, leaving out C-LANs with none.
+pub fn held_by_clan(report: &Value, name_of: impl Fn(&str) -> String) -> BTreeMap<String, u64> {
+    let held: BTreeMap<String, u64> = serde_json::from_value(report["sockets_held"].clone())
+        .expect("sockets_held is a map of counts");
+    let mut by_clan = BTreeMap::new();
+    for (address, n) in held {
+        *by_clan.entry(name_of(&address)).or_default() += n;
+    }
+    nonzero(&by_clan)
+}
+
+/// `counts` without the entries at 0.
+pub fn nonzero(counts: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    counts
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, &n)| (k.clone(), n))
         .collect()
 }
 
@@ -176,7 +208,7 @@ pub fn established_total(served: &Served) -> u64 {
 pub fn os_and_admin(served: &Served) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
     for _ in 0..50 {
         let before = clans(served);
-        let ips: Vec<Ipv4Addr> = before.iter().map(|c| c.1).collect();
+        let ips: Vec<IpAddr> = before.iter().map(|c| c.1).collect();
         let os = tcp::count_by_local_ip_steady(&ips, ESTABLISHED);
         let after = clans(served);
         if before == after {

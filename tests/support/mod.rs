@@ -6,6 +6,7 @@ pub mod core;
 pub mod fixtures;
 pub mod lab;
 pub mod messages;
+pub mod netns;
 pub mod rate;
 pub mod server;
 pub mod tcp;
