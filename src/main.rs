@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use rasgk::{config, inspect, pcap, replay, server, status as admin_status};
+use rasgk::{admin_client, config, inspect, pcap, replay, server, status as admin_status};
 
 #[derive(Parser)]
 #[command(
@@ -453,7 +453,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
 }
 
 fn status(admin: &str, watch: Option<f64>) -> ExitCode {
-    let address = match admin_status::admin_address(admin) {
+    let address = match admin_client::admin_address(admin) {
         Ok(address) => address,
         Err(error) => {
             eprintln!("rasgk status: {error}");
@@ -467,7 +467,7 @@ fn status(admin: &str, watch: Option<f64>) -> ExitCode {
         }
     }
     loop {
-        match admin_status::fetch(address) {
+        match admin_client::fetch(address) {
             Ok((clans, regions)) => {
                 if watch.is_some() {
                     print!("\x1b[H\x1b[2J"); // home and clear, like watch(1)
