@@ -1,6 +1,6 @@
 //! The `rasgk` command: one binary, one subcommand per job.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,8 +31,9 @@ enum Command {
     /// Without --config it runs the embedded default topology on loopback (three regions,
     /// eight C-LANs on 127.0.1.x, discovery on 127.0.0.1:1719, admin on 127.0.0.1:7000);
     /// --print-default-config shows it, commented, as a starting point for your own file.
-    /// Stops cleanly on Ctrl-C or SIGTERM. Logs go to standard error; set the level with
-    /// --log or RASGK_LOG (e.g. RASGK_LOG=rasgk=debug shows every datagram).
+    /// Stops cleanly on Ctrl-C or SIGTERM. Logs go to standard error (in colour only when
+    /// it is a terminal and NO_COLOR is unset); set the level with --log or RASGK_LOG
+    /// (e.g. RASGK_LOG=rasgk=debug shows every datagram).
     ///
     /// Restarts: with --state FILE the registrations (so the C-LAN loads) and GCF
     /// reservations are written to FILE every --state-interval seconds and at a clean stop,
@@ -331,7 +332,15 @@ fn init_logging(filter: Option<&str>) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour_on_stderr())
         .init();
+}
+
+/// Whether what goes to standard error may be in colour: only on a terminal (a log file
+/// gets no escape codes), and never with `NO_COLOR` set to anything but "" (no-color.org).
+fn colour_on_stderr() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+    std::io::stderr().is_terminal() && !no_color
 }
 
 /// `--state` and what to do with a bad state file.
@@ -470,7 +479,11 @@ fn status(admin: &str, watch: Option<f64>) -> ExitCode {
         match admin_client::fetch(address) {
             Ok((clans, regions)) => {
                 if watch.is_some() {
-                    print!("\x1b[H\x1b[2J"); // home and clear, like watch(1)
+                    if std::io::stdout().is_terminal() {
+                        print!("\x1b[H\x1b[2J"); // home and clear, like watch(1)
+                    } else {
+                        println!(); // a file or a pipe gets the tables one after another
+                    }
                 }
                 print!("{}", admin_status::render(&clans, &regions));
             }
