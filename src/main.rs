@@ -4,7 +4,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand, ValueEnum};
 
 use rasgk::{admin_client, config, inspect, pcap, replay, server, status as admin_status};
 
@@ -235,6 +235,41 @@ enum Command {
     /// Exit status: 0; 1 under --strict when any reply differs or a request went unanswered;
     /// 2 when the capture or configuration cannot be read or the target does not answer.
     Replay(replay::ReplayArgs),
+    /// Print the shell completion script for bash, zsh or fish to standard output.
+    ///
+    /// The script completes subcommands, options and their values; it is written from the
+    /// same definitions as --help, so it matches this rasgk. Install it where your shell
+    /// looks for completions (mkdir -p the folder first), then open a new shell:
+    ///
+    ///   rasgk completions bash > ~/.local/share/bash-completion/completions/rasgk
+    ///   rasgk completions zsh > ~/.zfunc/_rasgk     # with fpath+=(~/.zfunc) before compinit
+    ///   rasgk completions fish > ~/.config/fish/completions/rasgk.fish
+    ///
+    /// To try it in the running bash only: source <(rasgk completions bash)
+    #[command(verbatim_doc_comment)]
+    Completions {
+        /// The shell to write the script for.
+        shell: CompletionShell,
+    },
+    /// Print the manual page rasgk(1), in roff, to standard output.
+    ///
+    /// The page is written from the same definitions as --help: rasgk's options, then a
+    /// section for every subcommand with its synopsis, description and options. Read it at
+    /// once, or install it:
+    ///
+    ///   man -l <(rasgk man)
+    ///   rasgk man > /usr/local/share/man/man1/rasgk.1    # as root; then: man rasgk
+    ///   rasgk man > ~/.local/share/man/man1/rasgk.1      # without root (mkdir -p it first)
+    #[command(verbatim_doc_comment)]
+    Man,
+}
+
+/// The shells `rasgk completions` writes a script for.
+#[derive(Clone, Copy, ValueEnum)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 fn main() -> ExitCode {
@@ -281,6 +316,78 @@ fn main() -> ExitCode {
         Command::Bench(args) => rasgk::bench::run(args),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
         Command::Replay(args) => replay::run(args),
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man_page(),
+    }
+}
+
+/// `rasgk completions SHELL`: the completion script on standard output.
+fn completions(shell: CompletionShell) -> ExitCode {
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "rasgk", &mut script);
+    write_stdout("rasgk completions", &script)
+}
+
+/// `rasgk man`: the manual page, in roff, on standard output.
+fn man_page() -> ExitCode {
+    match roff_page() {
+        Ok(page) => write_stdout("rasgk man", &page),
+        Err(error) => {
+            eprintln!("rasgk man: cannot write the page: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// One page, rasgk(1): the command's name, synopsis, description and options, then a
+/// section for each subcommand with its own synopsis, description and options (as
+/// subsections), so that the page alone says all that `--help` says.
+fn roff_page() -> std::io::Result<Vec<u8>> {
+    let mut command = Cli::command();
+    command.build(); // gives each subcommand its full name, `rasgk serve`, for its synopsis
+    let man = clap_mangen::Man::new(command.clone());
+    let mut page = Vec::new();
+    man.render_title(&mut page)?;
+    man.render_name_section(&mut page)?;
+    man.render_synopsis_section(&mut page)?;
+    man.render_description_section(&mut page)?;
+    man.render_options_section(&mut page)?;
+    for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
+        let name = sub.get_bin_name().unwrap_or(sub.get_name());
+        writeln!(page, ".SH \"{}\"", name.to_uppercase())?;
+        let man = clap_mangen::Man::new(sub.clone());
+        let mut sections = Vec::new();
+        man.render_synopsis_section(&mut sections)?;
+        man.render_description_section(&mut sections)?;
+        man.render_options_section(&mut sections)?;
+        // The subcommand's sections become subsections of its own.
+        for line in String::from_utf8_lossy(&sections).lines() {
+            match line.strip_prefix(".SH ") {
+                Some(heading) => writeln!(page, ".SS {heading}")?,
+                None => writeln!(page, "{line}")?,
+            }
+        }
+    }
+    man.render_version_section(&mut page)?;
+    Ok(page)
+}
+
+/// Writes all of `octets` to standard output; a reader that went away (`| head`) is no
+/// error, any other failure is said under `what`.
+fn write_stdout(what: &str, octets: &[u8]) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(octets).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{what}: cannot write to standard output: {error}");
+            ExitCode::from(2)
+        }
     }
 }
 
