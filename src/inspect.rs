@@ -12,10 +12,7 @@ use serde_json::json;
 
 use crate::pcap::Capture;
 use crate::ras::avaya::AvayaEndpoint;
-use crate::ras::{self, asn, Alias, MessageKind, RasMessage};
-
-/// The standard RAS ports: 1719 (unicast) and 1718 (multicast discovery).
-pub const RAS_PORTS: [u16; 2] = [1719, 1718];
+use crate::ras::{self, asn, choice_name, Alias, MessageKind, RasMessage, RAS_PORTS};
 
 /// One RAS datagram of a capture, decoded or not.
 #[derive(Debug, Clone)]
@@ -70,16 +67,6 @@ pub fn entries(capture: &Capture, extra_ports: &[u16]) -> Report {
         });
     }
     report
-}
-
-/// The ASN.1 name of a CHOICE value, from its `Debug` form: `resourceUnavailable(())` →
-/// `resourceUnavailable`.
-pub fn choice_name(value: &impl std::fmt::Debug) -> String {
-    let text = format!("{value:?}");
-    text.split(['(', ' ', '{'])
-        .next()
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn aliases(list: &[asn::AliasAddress]) -> String {

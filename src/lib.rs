@@ -3,6 +3,7 @@
 //! It spreads IP phones over C-LAN interfaces by Avaya Communication Manager's rules and
 //! places outbound trunk calls across cluster nodes by Cisco CUCM's "route local" rule.
 //!
+//! - [`admin_client`]: the admin port's views read over HTTP (status, storm, bench).
 //! - [`allocator`]: the allocator setting that lets freed reply chunks go back to the system.
 //! - [`bench`]: `rasgk bench`, rasgk against the UDP echo ceiling in one run.
 //! - [`calls`]: outbound trunk calls (no I/O): digit analysis, route lists, route local.
@@ -10,6 +11,7 @@
 //! - [`gatekeeper`]: the protocol core (no I/O): C-LAN choice, registration, AGL, TTS sockets.
 //! - [`plan`]: `rasgk plan`, phones against the gatekeeper core in virtual time, charted.
 //! - [`phone`]: a simulated phone's side of RAS (no I/O), for tests, examples and storms.
+//! - [`phone_timing`]: how long a simulated phone waits on its call signalling (storm, plan).
 //! - [`ras`]: H.225.0 RAS messages on the wire (ALIGNED PER), generated from `asn1/`.
 //! - [`pcap`]: reading and writing captures of UDP datagrams (and TCP segments).
 //! - [`q931`]: H.225.0 call signalling on the wire (Q.931 and its `H323-UserInformation`).
@@ -20,7 +22,12 @@
 //! - [`inspect`]: RAS messages of a capture as lines or JSON (`rasgk decode`).
 //! - [`replay`]: a capture's requests sent again to a gatekeeper, replies compared
 //!   (`rasgk replay`).
+//! - [`roster`]: which phone is which (region, address, TTS, calls), shared by `rasgk storm`
+//!   and `rasgk plan`.
+//! - [`sockets`]: UDP sockets with the options a storm needs, and the open-file limit, for
+//!   `rasgk serve` and `rasgk storm`.
 
+pub mod admin_client;
 pub mod allocator;
 pub mod bench;
 pub mod calls;
@@ -29,11 +36,14 @@ pub mod gatekeeper;
 pub mod inspect;
 pub mod pcap;
 pub mod phone;
+pub mod phone_timing;
 pub mod plan;
 pub mod q931;
 pub mod ras;
 pub mod replay;
+pub mod roster;
 pub mod server;
+pub mod sockets;
 pub mod status;
 pub mod storm;
 pub mod tpkt;

@@ -1,12 +1,12 @@
 //! The `rasgk` command: one binary, one subcommand per job.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand, ValueEnum};
 
-use rasgk::{config, inspect, pcap, replay, server, status as admin_status};
+use rasgk::{admin_client, config, inspect, pcap, replay, server, status as admin_status};
 
 #[derive(Parser)]
 #[command(
@@ -31,8 +31,9 @@ enum Command {
     /// Without --config it runs the embedded default topology on loopback (three regions,
     /// eight C-LANs on 127.0.1.x, discovery on 127.0.0.1:1719, admin on 127.0.0.1:7000);
     /// --print-default-config shows it, commented, as a starting point for your own file.
-    /// Stops cleanly on Ctrl-C or SIGTERM. Logs go to standard error; set the level with
-    /// --log or RASGK_LOG (e.g. RASGK_LOG=rasgk=debug shows every datagram).
+    /// Stops cleanly on Ctrl-C or SIGTERM. Logs go to standard error (in colour only when
+    /// it is a terminal and NO_COLOR is unset); set the level with --log or RASGK_LOG
+    /// (e.g. RASGK_LOG=rasgk=debug shows every datagram).
     ///
     /// Restarts: with --state FILE the registrations (so the C-LAN loads) and GCF
     /// reservations are written to FILE every --state-interval seconds and at a clean stop,
@@ -234,6 +235,41 @@ enum Command {
     /// Exit status: 0; 1 under --strict when any reply differs or a request went unanswered;
     /// 2 when the capture or configuration cannot be read or the target does not answer.
     Replay(replay::ReplayArgs),
+    /// Print the shell completion script for bash, zsh or fish to standard output.
+    ///
+    /// The script completes subcommands, options and their values; it is written from the
+    /// same definitions as --help, so it matches this rasgk. Install it where your shell
+    /// looks for completions (mkdir -p the folder first), then open a new shell:
+    ///
+    ///   rasgk completions bash > ~/.local/share/bash-completion/completions/rasgk
+    ///   rasgk completions zsh > ~/.zfunc/_rasgk     # with fpath+=(~/.zfunc) before compinit
+    ///   rasgk completions fish > ~/.config/fish/completions/rasgk.fish
+    ///
+    /// To try it in the running bash only: source <(rasgk completions bash)
+    #[command(verbatim_doc_comment)]
+    Completions {
+        /// The shell to write the script for.
+        shell: CompletionShell,
+    },
+    /// Print the manual page rasgk(1), in roff, to standard output.
+    ///
+    /// The page is written from the same definitions as --help: rasgk's options, then a
+    /// section for every subcommand with its synopsis, description and options. Read it at
+    /// once, or install it:
+    ///
+    ///   man -l <(rasgk man)
+    ///   rasgk man > /usr/local/share/man/man1/rasgk.1    # as root; then: man rasgk
+    ///   rasgk man > ~/.local/share/man/man1/rasgk.1      # without root (mkdir -p it first)
+    #[command(verbatim_doc_comment)]
+    Man,
+}
+
+/// The shells `rasgk completions` writes a script for.
+#[derive(Clone, Copy, ValueEnum)]
+enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 fn main() -> ExitCode {
@@ -280,6 +316,78 @@ fn main() -> ExitCode {
         Command::Bench(args) => rasgk::bench::run(args),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),
         Command::Replay(args) => replay::run(args),
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man_page(),
+    }
+}
+
+/// `rasgk completions SHELL`: the completion script on standard output.
+fn completions(shell: CompletionShell) -> ExitCode {
+    let shell = match shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "rasgk", &mut script);
+    write_stdout("rasgk completions", &script)
+}
+
+/// `rasgk man`: the manual page, in roff, on standard output.
+fn man_page() -> ExitCode {
+    match roff_page() {
+        Ok(page) => write_stdout("rasgk man", &page),
+        Err(error) => {
+            eprintln!("rasgk man: cannot write the page: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// One page, rasgk(1): the command's name, synopsis, description and options, then a
+/// section for each subcommand with its own synopsis, description and options (as
+/// subsections), so that the page alone says all that `--help` says.
+fn roff_page() -> std::io::Result<Vec<u8>> {
+    let mut command = Cli::command();
+    command.build(); // gives each subcommand its full name, `rasgk serve`, for its synopsis
+    let man = clap_mangen::Man::new(command.clone());
+    let mut page = Vec::new();
+    man.render_title(&mut page)?;
+    man.render_name_section(&mut page)?;
+    man.render_synopsis_section(&mut page)?;
+    man.render_description_section(&mut page)?;
+    man.render_options_section(&mut page)?;
+    for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
+        let name = sub.get_bin_name().unwrap_or(sub.get_name());
+        writeln!(page, ".SH \"{}\"", name.to_uppercase())?;
+        let man = clap_mangen::Man::new(sub.clone());
+        let mut sections = Vec::new();
+        man.render_synopsis_section(&mut sections)?;
+        man.render_description_section(&mut sections)?;
+        man.render_options_section(&mut sections)?;
+        // The subcommand's sections become subsections of its own.
+        for line in String::from_utf8_lossy(&sections).lines() {
+            match line.strip_prefix(".SH ") {
+                Some(heading) => writeln!(page, ".SS {heading}")?,
+                None => writeln!(page, "{line}")?,
+            }
+        }
+    }
+    man.render_version_section(&mut page)?;
+    Ok(page)
+}
+
+/// Writes all of `octets` to standard output; a reader that went away (`| head`) is no
+/// error, any other failure is said under `what`.
+fn write_stdout(what: &str, octets: &[u8]) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(octets).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{what}: cannot write to standard output: {error}");
+            ExitCode::from(2)
+        }
     }
 }
 
@@ -331,7 +439,15 @@ fn init_logging(filter: Option<&str>) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colour_on_stderr())
         .init();
+}
+
+/// Whether what goes to standard error may be in colour: only on a terminal (a log file
+/// gets no escape codes), and never with `NO_COLOR` set to anything but "" (no-color.org).
+fn colour_on_stderr() -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
+    std::io::stderr().is_terminal() && !no_color
 }
 
 /// `--state` and what to do with a bad state file.
@@ -453,7 +569,7 @@ fn check_config(file: &std::path::Path) -> ExitCode {
 }
 
 fn status(admin: &str, watch: Option<f64>) -> ExitCode {
-    let address = match admin_status::admin_address(admin) {
+    let address = match admin_client::admin_address(admin) {
         Ok(address) => address,
         Err(error) => {
             eprintln!("rasgk status: {error}");
@@ -467,10 +583,14 @@ fn status(admin: &str, watch: Option<f64>) -> ExitCode {
         }
     }
     loop {
-        match admin_status::fetch(address) {
+        match admin_client::fetch(address) {
             Ok((clans, regions)) => {
                 if watch.is_some() {
-                    print!("\x1b[H\x1b[2J"); // home and clear, like watch(1)
+                    if std::io::stdout().is_terminal() {
+                        print!("\x1b[H\x1b[2J"); // home and clear, like watch(1)
+                    } else {
+                        println!(); // a file or a pipe gets the tables one after another
+                    }
                 }
                 print!("{}", admin_status::render(&clans, &regions));
             }

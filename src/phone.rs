@@ -6,7 +6,9 @@ use std::net::SocketAddr;
 
 use crate::ras::avaya::{self, Mac};
 use crate::ras::reply::{EndpointId, GatekeeperId};
-use crate::ras::{self, asn, hot_confirm, hot_phone, request, socket_addr, Alias, RasMessage};
+use crate::ras::{
+    self, asn, choice_name, hot_confirm, hot_phone, request, socket_addr, Alias, RasMessage,
+};
 
 /// One phone.
 #[derive(Debug, Clone)]
@@ -129,13 +131,6 @@ pub enum Answer {
         /// `requestSeqNum`.
         seq: u16,
     },
-}
-
-/// The ASN.1 name of a CHOICE value without its payload: `resourceUnavailable(())` →
-/// `resourceUnavailable`.
-fn choice_name(value: &impl std::fmt::Debug) -> String {
-    let text = format!("{value:?}");
-    text.split('(').next().unwrap_or_default().to_string()
 }
 
 fn addresses(list: &[asn::AlternateGK]) -> Vec<SocketAddr> {

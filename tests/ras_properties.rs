@@ -590,11 +590,7 @@ fn constructed_fixtures() -> Vec<(String, Vec<u8>)> {
 fn capture_fixtures() -> &'static [(String, Vec<u8>)] {
     static FIXTURES: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
     FIXTURES.get_or_init(|| {
-        let Some(dir) = support::captures::dir() else {
-            eprintln!(
-                "skipping real captures: none in {}",
-                support::captures::LOOKED_IN
-            );
+        let Some(dir) = support::captures::dir("real capture fixtures") else {
             return Vec::new();
         };
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

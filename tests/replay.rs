@@ -260,11 +260,7 @@ fn unreadable_capture_and_silent_target_exit_2() {
 
 #[test]
 fn shared_captures_replay_in_process_without_a_panic() {
-    let Some(dir) = captures::dir() else {
-        eprintln!(
-            "skipping shared_captures_replay_in_process_without_a_panic: no real captures in {}",
-            captures::LOOKED_IN
-        );
+    let Some(dir) = captures::dir("shared_captures_replay_in_process_without_a_panic") else {
         return;
     };
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -112,7 +112,7 @@ impl Concurrent {
 fn most_active(admin: SocketAddr, sampling: &AtomicBool) -> u64 {
     let mut most = 0;
     while sampling.load(Ordering::Relaxed) {
-        if let Ok((200, text)) = crate::status::http_get(admin, "/metrics") {
+        if let Ok((200, text)) = crate::admin_client::http_get(admin, "/metrics") {
             let active = text
                 .lines()
                 .find_map(|line| line.strip_prefix("rasgk_calls_active "))

@@ -712,32 +712,20 @@ impl BenchArgs {
 pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     // Memory first, on a heap no other part has used yet: memory another part freed would
     // be reused by the registrations and not show in the resident set.
-    let memory = if args.registrations > 0 {
-        eprintln!(
-            "rasgk bench: memory at {} registrations",
-            args.registrations
-        );
-        let count = args.registrations;
-        let figure = tokio::task::spawn_blocking(move || memory::per_registration(count))
-            .await
-            .map_err(|e| format!("the memory measurement failed: {e}"))?;
-        Some(figure)
-    } else {
-        None
-    };
-    let scale = if args.grqs > 0 {
-        eprintln!(
-            "rasgk bench: core time per GRQ at {:?} C-LANs",
-            scale::CLAN_COUNTS
-        );
-        let grqs = args.grqs;
-        let figure = tokio::task::spawn_blocking(move || scale::measure(grqs))
-            .await
-            .map_err(|e| format!("the policy scale measurement failed: {e}"))??;
-        Some(figure)
-    } else {
-        None
-    };
+    let memory = blocking_figure(
+        args.registrations,
+        || format!("memory at {} registrations", args.registrations),
+        "the memory measurement failed",
+        |count| Ok(memory::per_registration(count)),
+    )
+    .await?;
+    let scale = blocking_figure(
+        args.grqs,
+        || format!("core time per GRQ at {:?} C-LANs", scale::CLAN_COUNTS),
+        "the policy scale measurement failed",
+        scale::measure,
+    )
+    .await?;
     let ceiling_args = CeilingArgs {
         concurrency: args.concurrency,
         seconds: args.seconds,
@@ -770,34 +758,32 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     } else {
         None
     };
-    let placement = if args.placement_phones > 0 {
-        eprintln!(
-            "rasgk bench: a burst of {} region-1 phones, {} % TTS (default topology)",
-            args.placement_phones,
-            placement::TTS_PERCENT
-        );
-        let phones = args.placement_phones;
-        let figure = tokio::task::spawn_blocking(move || placement::measure(phones))
-            .await
-            .map_err(|e| format!("the placement burst failed: {e}"))??;
-        Some(figure)
-    } else {
-        None
-    };
-    let plan = if args.plan_phones > 0 {
-        eprintln!(
-            "rasgk bench: rasgk plan of {} phones over {} virtual hours, a C-LAN fault every hour",
-            args.plan_phones,
-            plan::HOURS
-        );
-        let phones = args.plan_phones;
-        let figure = tokio::task::spawn_blocking(move || plan::run(phones))
-            .await
-            .map_err(|e| format!("the planner's day failed: {e}"))??;
-        Some(figure)
-    } else {
-        None
-    };
+    let placement = blocking_figure(
+        args.placement_phones,
+        || {
+            format!(
+                "a burst of {} region-1 phones, {} % TTS (default topology)",
+                args.placement_phones,
+                placement::TTS_PERCENT
+            )
+        },
+        "the placement burst failed",
+        placement::measure,
+    )
+    .await?;
+    let plan = blocking_figure(
+        args.plan_phones,
+        || {
+            format!(
+                "rasgk plan of {} phones over {} virtual hours, a C-LAN fault every hour",
+                args.plan_phones,
+                plan::HOURS
+            )
+        },
+        "the planner's day failed",
+        plan::run,
+    )
+    .await?;
     let calls = if args.call_phones > 0 {
         eprintln!(
             "rasgk bench: routed calls at scale, {} phones calling {} others              (fixtures/lab/calls-10k.toml)",
@@ -830,6 +816,25 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
         calls,
         relay,
     })
+}
+
+/// A figure whose measurement blocks a thread, when `count` asks for one: `None` for 0,
+/// else `intro` said on standard error and `measure(count)` run off the runtime; a
+/// measurement that panicked fails as `failed`, with the panic.
+async fn blocking_figure<T: Send + 'static>(
+    count: usize,
+    intro: impl FnOnce() -> String,
+    failed: &str,
+    measure: fn(usize) -> Result<T, String>,
+) -> Result<Option<T>, String> {
+    if count == 0 {
+        return Ok(None);
+    }
+    eprintln!("rasgk bench: {}", intro());
+    let figure = tokio::task::spawn_blocking(move || measure(count))
+        .await
+        .map_err(|e| format!("{failed}: {e}"))??;
+    Ok(Some(figure))
 }
 
 /// `rasgk bench`.

@@ -291,7 +291,7 @@ impl Served {
         let mut served = Served { child, config, log };
         let started = std::time::Instant::now();
         loop {
-            if crate::status::fetch_clans(admin).is_ok() {
+            if crate::admin_client::fetch_clans(admin).is_ok() {
                 return Ok(served);
             }
             let ended = served.child.try_wait().ok().flatten();
@@ -340,7 +340,7 @@ impl Drop for Served {
 fn most_setups(admin: SocketAddr, sampling: &AtomicBool) -> u32 {
     let mut most = 0;
     while sampling.load(Ordering::Relaxed) {
-        if let Ok(clans) = crate::status::fetch_clans(admin) {
+        if let Ok(clans) = crate::admin_client::fetch_clans(admin) {
             most = clans.iter().map(|c| c.setups).max().unwrap_or(0).max(most);
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -161,11 +161,12 @@ async fn storm_and_read_back(phones: usize, admin: SocketAddr) -> Result<Storm, 
     })
     .await
     .map_err(|e| format!("the storm could not run: {e}"))??;
-    let body =
-        tokio::task::spawn_blocking(move || crate::status::get_json(admin, "/api/registrations"))
-            .await
-            .map_err(|e| format!("reading the registrations back: {e}"))?
-            .map_err(|e| format!("reading the registrations back: {e}"))?;
+    let body = tokio::task::spawn_blocking(move || {
+        crate::admin_client::get_json(admin, "/api/registrations")
+    })
+    .await
+    .map_err(|e| format!("reading the registrations back: {e}"))?
+    .map_err(|e| format!("reading the registrations back: {e}"))?;
     let held: Vec<RegistrationView> = serde_json::from_str(&body)
         .map_err(|e| format!("{ADMIN}/api/registrations is not a list of registrations: {e}"))?;
     let distinct_ids = held.iter().map(|r| &r.endpoint_id).collect::<HashSet<_>>();

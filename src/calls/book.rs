@@ -18,6 +18,17 @@ pub const MAX_CALLS: usize = 100_000;
 /// A call: the endpoint's registry key and its `callIdentifier`.
 pub type CallKey = (u64, [u8; 16]);
 
+/// The keys of `endpoint`'s calls in a map by [`CallKey`], in `callIdentifier` order: how
+/// [`Calls`] and [`TrunkMembers`](super::TrunkMembers) find one endpoint's calls.
+pub(super) fn keys_of<V>(
+    calls: &BTreeMap<CallKey, V>,
+    endpoint: u64,
+) -> impl Iterator<Item = &CallKey> {
+    calls
+        .range((endpoint, [0; 16])..=(endpoint, [0xFF; 16]))
+        .map(|(key, _)| key)
+}
+
 /// Why a call cannot be placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoRoute {
@@ -209,11 +220,7 @@ impl Calls {
 
     /// Ends every call of an endpoint (it unregistered or expired).
     pub fn end_all_of(&mut self, endpoint: u64) {
-        let keys: Vec<CallKey> = self
-            .calls
-            .range((endpoint, [0; 16])..=(endpoint, [0xFF; 16]))
-            .map(|(key, _)| *key)
-            .collect();
+        let keys: Vec<CallKey> = keys_of(&self.calls, endpoint).copied().collect();
         for key in keys {
             self.end(&key);
         }
@@ -221,10 +228,7 @@ impl Calls {
 
     /// Does an endpoint hold a call?
     pub fn has_calls_of(&self, endpoint: u64) -> bool {
-        self.calls
-            .range((endpoint, [0; 16])..=(endpoint, [0xFF; 16]))
-            .next()
-            .is_some()
+        keys_of(&self.calls, endpoint).next().is_some()
     }
 
     /// Every call in progress, by endpoint and `callIdentifier`.

@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use super::book::{CallKey, TrunkCount, MAX_CALLS};
+use super::book::{keys_of, CallKey, TrunkCount, MAX_CALLS};
 use super::pattern::{DigitPattern, Specificity};
 use crate::config::NodeIdx;
 
@@ -222,11 +222,7 @@ impl TrunkMembers {
 
     /// Ends every call an endpoint placed (it unregistered or expired).
     pub fn end_all_of(&mut self, endpoint: u64) {
-        let keys: Vec<CallKey> = self
-            .calls
-            .range((endpoint, [0; 16])..=(endpoint, [0xFF; 16]))
-            .map(|(key, _)| *key)
-            .collect();
+        let keys: Vec<CallKey> = keys_of(&self.calls, endpoint).copied().collect();
         for key in keys {
             self.end(&key);
         }
@@ -234,10 +230,7 @@ impl TrunkMembers {
 
     /// Does an endpoint hold a call routed to a member?
     pub fn has_calls_of(&self, endpoint: u64) -> bool {
-        self.calls
-            .range((endpoint, [0; 16])..=(endpoint, [0xFF; 16]))
-            .next()
-            .is_some()
+        keys_of(&self.calls, endpoint).next().is_some()
     }
 
     /// Every call routed to a member, by calling endpoint and `callIdentifier`.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 
+use super::address::address;
 use super::error::Fault;
 use super::file::{
     AdminFile, AglFile, ClanFile, FileConfig, GatekeeperFile, LimitsFile, LinkFile, PasswordFile,
@@ -231,18 +232,6 @@ fn network(field: &str, text: &str) -> Result<IpNet, Fault> {
         Fault::new(
             field,
             format!("{text:?} is not a CIDR network such as \"10.1.0.0/16\" or \"2001:db8::/32\""),
-        )
-    })
-}
-
-/// An "ip:port" address (IPv6 in brackets).
-pub(super) fn address(field: &str, text: &str) -> Result<SocketAddr, Fault> {
-    text.parse::<SocketAddr>().map_err(|_| {
-        Fault::new(
-            field,
-            format!(
-                "{text:?} is not an ip:port address such as \"127.0.0.1:1719\" or \"[::1]:1719\""
-            ),
         )
     })
 }

@@ -2,6 +2,7 @@
 //! core runs on.
 //!
 //! - `file`: the file as written (serde structs, defaults).
+//! - `address`: the `ip:port` fields, read alike by every section.
 //! - `convert`: the checks, from the file model to [`Config`].
 //! - `error`: [`ConfigError`].
 //! - `toml_error`: `toml` crate errors as [`ConfigError`]s with a key path.
@@ -9,6 +10,7 @@
 //! - `routing`: the checks of nodes, trunks, route groups, route lists and route patterns.
 //! - `default.toml`: the embedded default topology, [`DEFAULT_TOML`].
 
+mod address;
 mod convert;
 mod error;
 mod file;

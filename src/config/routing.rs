@@ -8,7 +8,7 @@
 
 use std::net::SocketAddr;
 
-use super::convert::address;
+use super::address::address;
 use super::error::Fault;
 use super::file::{NodeFile, RouteGroupFile, RouteListFile, RoutePatternFile, TrunkFile};
 use super::model::{

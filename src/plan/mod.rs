@@ -5,20 +5,18 @@
 //!
 //! - [`scenario`]: the scenario file; `lab`: what of it can only be checked against the
 //!   lab's configuration, checked before the plan runs ([`check`]).
-//! - [`world`]: the core, the network and the connections in virtual time.
-//! - [`phones`]: the simulated phones; `calls`: their routed calls through the relay
-//!   (`call_signalling = "routed"`).
+//! - [`world`]: the core, the network and the connections in virtual time; in it
+//!   `world/phones.rs`, the simulated phones, and `world/calls.rs`, their routed calls through the
+//!   relay (`call_signalling = "routed"`).
 //! - [`tally`]: what is recorded while it runs.
 //! - [`report`]: the report, as a table and as JSON.
 //! - [`chart`] and [`page`]: sockets per C-LAN over time as SVG, and a self-contained HTML
 //!   page; [`output`]: what `--report-dir` writes with them.
 
-mod calls;
 pub mod chart;
 mod lab;
 pub mod output;
 pub mod page;
-pub mod phones;
 pub mod report;
 pub mod scenario;
 pub mod tally;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::storm::roster;
+use crate::roster;
 
 /// A whole scenario, checked.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,8 @@
 use bytes::Bytes;
 
 use super::error::Q931Error;
-use super::message::{ie, CallReference, MessageType, MessageWriter};
+use super::message::{ie, CallReference, MessageWriter};
+use super::message_type::MessageType;
 use super::uuie::{encode, user_information_of};
 use crate::ras::asn::{self, H323UUPDUH323MessageBody as Body};
 use crate::ras::reply::EndpointId;

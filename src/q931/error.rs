@@ -2,7 +2,7 @@
 //! message cannot be written. Every reading error names the octet (0-based, from the start
 //! of the Q.931 message, i.e. of the TPKT payload) where what was wrong begins.
 
-use super::message::MessageType;
+use super::message_type::MessageType;
 use crate::ras::AliasError;
 
 /// What was wrong, and where.

@@ -6,6 +6,7 @@
 //!   discriminator, [`CallReference`], [`MessageType`]) and borrows the information
 //!   elements; [`with_call_reference`] copies a message under another call reference (for a
 //!   relay); [`MessageWriter`] writes one.
+//! - `message_type.rs`: [`MessageType`], the message type octet.
 //! - `uuie.rs`: the `H323-UserInformation` of the User-user element, through the generated
 //!   types of [`crate::ras::asn`] and rasn's APER codec: [`user_information`] decodes it,
 //!   [`facts`] reads a message and the [`Facts`] a relay needs in one go.
@@ -29,6 +30,7 @@
 mod build;
 mod error;
 mod message;
+mod message_type;
 #[cfg(test)]
 mod tests;
 mod uuie;
@@ -38,9 +40,10 @@ pub use build::{
 };
 pub use error::Q931Error;
 pub use message::{
-    ie, with_call_reference, CallReference, Elements, InformationElement, Message, MessageType,
-    MessageWriter, PROTOCOL_DISCRIMINATOR, USER_USER_ASN1,
+    ie, with_call_reference, CallReference, Elements, InformationElement, Message, MessageWriter,
+    PROTOCOL_DISCRIMINATOR, USER_USER_ASN1,
 };
+pub use message_type::MessageType;
 pub use uuie::{
     encode as encode_user_information, facts, release_reason_name, user_information,
     user_information_of, BodyKind, Facts, H323UserInformation,

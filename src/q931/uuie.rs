@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 use rasn::error::DecodeErrorKind;
 
 use super::error::Q931Error;
-use super::message::{ie, Message, MessageType, USER_USER_ASN1};
+use super::message::{ie, Message, USER_USER_ASN1};
+use super::message_type::MessageType;
 use crate::ras::asn::{self, H323UUPDUH323MessageBody as Body};
 use crate::ras::{self, Alias};
 

@@ -1,4 +1,5 @@
-//! The short name (GRQ, GCF, …) and the `requestSeqNum` of any RAS message.
+//! The short name (GRQ, GCF, …) and the `requestSeqNum` of any RAS message, and the ASN.1
+//! name of a CHOICE value in one ([`choice_name`]).
 
 use super::asn::RasMessage;
 
@@ -303,6 +304,16 @@ pub fn request_seq_num(message: &RasMessage) -> u16 {
         RasMessage::serviceControlResponse(m) => m.request_seq_num.0,
         RasMessage::admissionConfirmSequence(m) => m.first().map_or(0, |acf| acf.request_seq_num.0),
     }
+}
+
+/// The ASN.1 name of a CHOICE value, from its `Debug` form: `resourceUnavailable(())` →
+/// `resourceUnavailable`.
+pub fn choice_name(value: &impl std::fmt::Debug) -> String {
+    let text = format!("{value:?}");
+    text.split(['(', ' ', '{'])
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[cfg(test)]

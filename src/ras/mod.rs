@@ -64,10 +64,13 @@ pub use hot_request::{
     Aliases, Discovery, FullRegistration, KeepAlive, Request, TransportAddresses, Utf16,
 };
 pub use json::to_json;
-pub use kind::{kind, request_seq_num, MessageKind};
+pub use kind::{choice_name, kind, request_seq_num, MessageKind};
 pub(crate) use peek::peek_kind;
 pub use peek::{peek_request_seq_num, request_seq_num_octet, set_request_seq_num};
 pub use shorten::shorten;
+
+/// The standard RAS ports: 1719 (unicast) and 1718 (multicast discovery).
+pub const RAS_PORTS: [u16; 2] = [1719, 1718];
 
 /// `protocolIdentifier` of every message rasgk sends: itu-t(0) recommendation(0) h(8)
 /// h225-0(2250) version(0) 4. Version 4 is what deployed phones and gatekeepers speak; the

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use serde::Serialize;
 
-use crate::inspect::choice_name;
+use crate::ras::choice_name;
 use crate::ras::{self, asn, MessageKind, RasMessage};
 
 /// The compared parts of one reply, and the identifiers a phone learns from it.

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::inspect::RAS_PORTS;
 use crate::pcap::Capture;
+use crate::ras::RAS_PORTS;
 use crate::ras::{self, asn, MessageKind, RasMessage};
 
 use super::outcome::ReplySummary;

@@ -22,7 +22,6 @@ pub(crate) mod batch;
 mod metrics;
 mod reload;
 mod signalling;
-pub(crate) mod sockets;
 pub mod state_file;
 
 use std::collections::HashMap;
@@ -43,8 +42,8 @@ use crate::gatekeeper::{
 };
 use crate::ras::Alias;
 
+pub use crate::sockets::{bind_udp, raise_open_file_limit};
 pub use admin::AdminError;
-pub use sockets::{bind_udp, raise_open_file_limit};
 pub use state_file::{StateFile, StateFileError};
 
 use crate::gatekeeper::state::{Restored, State};
@@ -154,7 +153,7 @@ impl Server {
                 .map(move |address| (address, format!("C-LAN {}", clan.name)))
         }));
         for (address, role) in roles {
-            let socket = sockets::bind_udp(address).map_err(|source| ServerError::Bind {
+            let socket = crate::sockets::bind_udp(address).map_err(|source| ServerError::Bind {
                 address,
                 role,
                 source,
@@ -169,19 +168,18 @@ impl Server {
                 crate::gatekeeper::MULTICAST_GROUP,
                 crate::gatekeeper::MULTICAST_PORT,
             ));
-            let socket =
-                sockets::bind_multicast(config.gatekeeper.discovery.ip()).map_err(|source| {
-                    ServerError::Bind {
-                        address: group,
-                        role: "multicast discovery".to_string(),
-                        source,
-                    }
-                })?;
+            let socket = crate::sockets::bind_multicast(config.gatekeeper.discovery.ip()).map_err(
+                |source| ServerError::Bind {
+                    address: group,
+                    role: "multicast discovery".to_string(),
+                    source,
+                },
+            )?;
             readers.push((group, Arc::new(socket)));
         }
         let mut open_files = None;
         let listeners = if config.gatekeeper.sockets == crate::config::SocketMode::Tcp {
-            match sockets::raise_open_file_limit() {
+            match crate::sockets::raise_open_file_limit() {
                 Ok((soft, hard)) => {
                     tracing::info!(
                         open_files = soft,

@@ -18,7 +18,7 @@ use std::time::Instant;
 use tokio::net::UdpSocket;
 
 use super::batch::Batch;
-use super::{send_all, sockets};
+use super::send_all;
 use crate::config::{self, Config};
 use crate::gatekeeper::Gatekeeper;
 
@@ -83,7 +83,7 @@ pub(super) async fn reload(path: &Path, gatekeeper: &mut Gatekeeper, server: Soc
         if server.sockets.contains_key(&address) {
             continue;
         }
-        match sockets::bind_udp(address) {
+        match crate::sockets::bind_udp(address) {
             Ok(socket) => bound.push((address, Arc::new(socket))),
             Err(error) => {
                 tracing::error!(

@@ -528,7 +528,7 @@ fn open_from(from: SocketAddr) -> io::Result<Socket> {
 /// C-LAN's IP from bind on, which only matters past some 28,000 connects per C-LAN.
 #[cfg(target_os = "linux")]
 fn bind_address_no_port(socket: &Socket) {
-    super::sockets::set_int_option(socket, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1);
+    crate::sockets::set_int_option(socket, libc::IPPROTO_IP, libc::IP_BIND_ADDRESS_NO_PORT, 1);
 }
 
 /// One connection's life: reads what the phone sends through a TPKT reader and reports it,

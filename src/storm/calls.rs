@@ -25,14 +25,12 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::call_signalling::{Heard, Placed};
-use super::{roster, Share, StormArgs};
+use super::{Share, StormArgs};
+use crate::phone_timing::NO_CONNECT;
+use crate::roster;
 
 /// How long a call is held after its Connect without `--call-s`, seconds.
 pub const DEFAULT_CALL_S: f64 = 2.0;
-
-/// A call not connected this long after its Setup fails `no_connect` (the caller releases
-/// it).
-pub const NO_CONNECT: Duration = Duration::from_secs(10);
 
 /// What a call that the storm's end cut off is counted as: among the failures when it was
 /// not connected yet, among the calls cut short when it was.

@@ -13,9 +13,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::life::wall_time;
 use super::shard::Signal;
 use super::tally::Tally;
+use super::wall_clock::wall_time;
 use super::{Share, StormArgs, StormError};
 
 /// What the parent hears from a child's standard error.

@@ -19,18 +19,20 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::call_signalling::{Dial, Placed};
-use super::calls::{CallOrder, CallTally, Finished, NO_CONNECT};
+use super::calls::{CallOrder, CallTally, Finished};
 use super::port::Line;
 use super::signalling::{self, PhoneSocket};
+use super::wall_clock::wall_time;
 use crate::pcap::Datagram;
 use crate::phone::{Answer, Phone};
+use crate::phone_timing::NO_CONNECT;
 use crate::ras::Alias;
 
 /// What every phone of a storm shares.
@@ -195,13 +197,6 @@ fn call_identifier(phone: &Phone, seed: u64, tail: [u8; 8]) -> [u8; 16] {
     identifier[4..8].copy_from_slice(&(seed as u32).to_be_bytes());
     identifier[8..].copy_from_slice(&tail);
     identifier
-}
-
-/// The wall clock, since the UNIX epoch (what crosses processes, and pcap time).
-pub(super) fn wall_time() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
 }
 
 impl<'a> Life<'a> {

@@ -29,13 +29,11 @@ mod life;
 mod phones;
 mod port;
 pub mod report;
-pub mod roster;
 mod shard;
 mod signalling;
 mod stamp;
-pub(crate) use calls::NO_CONNECT;
-pub(crate) use signalling::Backoff;
 mod tally;
+mod wall_clock;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -47,6 +45,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::phone::Phone;
+use crate::roster;
 use fleet::Fleet;
 use report::{InServiceSample, Latency, LoadSample, Report, RoutedCalls};
 use tally::Tally;
@@ -566,7 +565,7 @@ fn raise_open_files() -> Option<u64> {
 
 fn admin_of(args: &StormArgs) -> Option<SocketAddr> {
     match &args.admin {
-        Some(text) => crate::status::admin_address(text).ok(),
+        Some(text) => crate::admin_client::admin_address(text).ok(),
         None => Some(SocketAddr::new(args.target.ip(), 7000)),
     }
 }
@@ -583,7 +582,7 @@ struct Load {
 
 /// Reads the load from the admin port, off the async threads (the reader blocks).
 async fn load_now(admin: SocketAddr) -> Option<Load> {
-    let (clans, regions) = tokio::task::spawn_blocking(move || crate::status::fetch(admin))
+    let (clans, regions) = tokio::task::spawn_blocking(move || crate::admin_client::fetch(admin))
         .await
         .ok()?
         .ok()?;
@@ -608,10 +607,11 @@ async fn load_now(admin: SocketAddr) -> Option<Load> {
 
 /// Routed calls in progress, as the admin port's `/api/calls` lists them.
 async fn routed_calls_now(admin: SocketAddr) -> Option<u64> {
-    let body = tokio::task::spawn_blocking(move || crate::status::get_json(admin, "/api/calls"))
-        .await
-        .ok()?
-        .ok()?;
+    let body =
+        tokio::task::spawn_blocking(move || crate::admin_client::get_json(admin, "/api/calls"))
+            .await
+            .ok()?
+            .ok()?;
     let calls: Vec<serde_json::Value> = serde_json::from_str(&body).ok()?;
     Some(calls.iter().filter(|c| c["kind"] == "routed").count() as u64)
 }
@@ -644,10 +644,11 @@ impl AtTheEnd {
 
 /// Calls placed since start per node, summed over trunks, from `/api/trunks`.
 async fn trunk_totals(admin: SocketAddr) -> Option<BTreeMap<String, u64>> {
-    let body = tokio::task::spawn_blocking(move || crate::status::get_json(admin, "/api/trunks"))
-        .await
-        .ok()?
-        .ok()?;
+    let body =
+        tokio::task::spawn_blocking(move || crate::admin_client::get_json(admin, "/api/trunks"))
+            .await
+            .ok()?
+            .ok()?;
     let trunks: Vec<crate::gatekeeper::TrunkView> = serde_json::from_str(&body).ok()?;
     let mut per_node = BTreeMap::new();
     for trunk in trunks {
@@ -706,7 +707,7 @@ impl phones::Conductor for Alone<'_> {
     async fn in_service(&mut self) -> Duration {
         let expected = calls::Schedule::of(self.args).map_or(0, |s| s.expected());
         progress_calls(self.progress, expected);
-        life::wall_time()
+        wall_clock::wall_time()
     }
 
     fn calls_over(&mut self, n: u64) {

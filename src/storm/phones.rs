@@ -19,13 +19,14 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::unbounded_channel;
 
 use super::calls::{self, Finished, Schedule, SERVICE_WAIT};
-use super::life::{wall_time, Caller, Life, Plan};
+use super::life::{Caller, Life, Plan};
 use super::port::{self, Line, Port, Router};
-use super::roster;
 use super::signalling::{self, Acceptor, Gauge, Listener, PhoneSocket, Way};
 use super::tally::Tally;
+use super::wall_clock::wall_time;
 use super::{Share, StormArgs, StormError};
 use crate::phone::Phone;
+use crate::roster;
 
 /// Whoever runs a storm process's phones (the storm itself, or a parent storm): hears how
 /// they go, says when the routed calls start, and holds the phones at the end.

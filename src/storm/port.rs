@@ -78,7 +78,7 @@ impl Port {
     /// Opens the port: `family`, any address, a port the system picks, on the loopback
     /// device. Must run inside a tokio runtime.
     pub fn open(family: Family) -> io::Result<Port> {
-        let socket = crate::server::sockets::udp(domain(family))?;
+        let socket = crate::sockets::udp(domain(family))?;
         #[cfg(any(target_os = "linux", target_os = "android"))]
         socket.bind_device(Some(b"lo"))?;
         if family == Family::V6 {
@@ -241,7 +241,7 @@ impl Router {
                 };
                 let from = SocketAddr::new(meta.addr.ip().to_canonical(), meta.addr.port());
                 // quinn-udp asks the kernel for receive times (Linux).
-                let at = meta.timestamp.unwrap_or_else(super::life::wall_time);
+                let at = meta.timestamp.unwrap_or_else(super::wall_clock::wall_time);
                 // Coalesced datagrams (GRO) come `stride` octets apart.
                 for datagram in slot[..meta.len].chunks(meta.stride.max(1)) {
                     let _ = line.send((Bytes::copy_from_slice(datagram), from, at));
@@ -296,7 +296,7 @@ const LOCAL_WAIT: Duration = Duration::from_millis(500);
 pub(super) async fn check_local(ips: &[IpAddr]) -> Result<(), (IpAddr, String)> {
     for &ip in ips {
         let fail = |what: String| (ip, what);
-        let socket = crate::server::sockets::udp(domain(Family::of(ip)))
+        let socket = crate::sockets::udp(domain(Family::of(ip)))
             .and_then(|socket| {
                 #[cfg(any(target_os = "linux", target_os = "android"))]
                 socket.bind_device(Some(b"lo"))?;

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::watch;
 
-use super::life::wall_time;
 use super::phones::Conductor;
 use super::tally::Tally;
+use super::wall_clock::wall_time;
 use super::{phones, Share, StormArgs};
 
 /// What starts every line a child says to its parent on standard error.

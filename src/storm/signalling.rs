@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use socket2::{Protocol, Socket, Type};
 use std::future::Future;
@@ -47,6 +47,7 @@ use super::call_signalling::{CallSignalling, Dial, Heard, Out, Placed};
 use super::calls::STORM_ENDED;
 use super::port;
 use crate::config::Family;
+use crate::phone_timing::Backoff;
 
 /// The empty TPKT frame that puts a socket in service: what the gatekeeper writes when the
 /// socket's establishment completes.
@@ -60,37 +61,6 @@ pub const SLOW_BACKLOG: i32 = 16;
 /// The queue when phones accept at once: room for every connect the gatekeeper has in
 /// flight, so none waits for a SYN to be sent again.
 pub const BACKLOG: i32 = 4096;
-
-/// The first back-off after a rejected connection.
-const FIRST_BACKOFF: Duration = Duration::from_millis(50);
-
-/// The longest back-off.
-const MOST_BACKOFF: Duration = Duration::from_secs(2);
-
-/// Waiting times between a non-TTS phone's connection attempts: 50 ms, doubling up to 2 s,
-/// each drawn between half and all of that from the phone's seeded generator (so phones
-/// reset together do not come back together).
-#[derive(Debug, Clone)]
-pub(crate) struct Backoff {
-    next: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Backoff {
-        Backoff {
-            next: FIRST_BACKOFF,
-        }
-    }
-}
-
-impl Backoff {
-    /// The next wait.
-    pub fn next(&mut self, rng: &mut ChaCha8Rng) -> Duration {
-        let base = self.next;
-        self.next = (base * 2).min(MOST_BACKOFF);
-        base / 2 + base.mul_f64(rng.random::<f64>() / 2.0)
-    }
-}
 
 /// Finds the empty TPKT frame in what a connection delivers, frame by frame: TPKT frames
 /// with content are skipped whole, octets that start no TPKT header one at a time.
@@ -597,7 +567,7 @@ impl PhoneSocket {
         // more under a burst — the simulator's delay, not the gatekeeper's.
         let rcf_at = match way {
             Way::Accept(_) => at,
-            Way::Connect => super::life::wall_time(),
+            Way::Connect => super::wall_clock::wall_time(),
         };
         let (stop, stopped) = oneshot::channel();
         let (dials, dialled) = unbounded_channel();
@@ -732,7 +702,12 @@ async fn serve(
 ) -> Lost {
     let mut out = Out::default();
     let mut lost = calls
-        .read(early, super::life::wall_time(), Instant::now(), &mut out)
+        .read(
+            early,
+            super::wall_clock::wall_time(),
+            Instant::now(),
+            &mut out,
+        )
         .err()
         .map(Lost::NotTpkt);
     let mut buffer = [0u8; 2048];
@@ -757,7 +732,7 @@ async fn serve(
             },
             Some(dial) = ends.dials.recv() => {
                 let now = Instant::now();
-                match calls.dial(dial, now, super::life::wall_time()) {
+                match calls.dial(dial, now, super::wall_clock::wall_time()) {
                     Ok(setup) => out.write.push(setup),
                     Err(failed) => out.finished.push(failed),
                 }
@@ -864,7 +839,7 @@ mod tests {
 
     /// The phone's RCF, naming `clan`, came now; it gives up after [`WAIT`].
     async fn registered_now(phone: &mut PhoneSocket, clan: Option<SocketAddr>) {
-        let now = crate::storm::life::wall_time();
+        let now = crate::storm::wall_clock::wall_time();
         phone.registered(clan, now, Instant::now() + WAIT).await;
     }
 
@@ -983,7 +958,10 @@ mod tests {
         };
         // The reset, a back-off of 25 to 50 ms, the set-up: at least the back-off's half and
         // the set-up, and well under the bound.
-        assert!(time >= setup + FIRST_BACKOFF / 2, "{time:?}");
+        assert!(
+            time >= setup + crate::phone_timing::FIRST_BACKOFF / 2,
+            "{time:?}"
+        );
         assert!(time < WAIT, "{time:?}");
         gatekeeper.abort();
     }

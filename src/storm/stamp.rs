@@ -16,13 +16,13 @@ use std::time::Duration;
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use super::life::wall_time;
+use super::wall_clock::wall_time;
 
 /// Asks the kernel to stamp what arrives on `socket` (a listener's accepted connections
 /// inherit it). Best effort: without it [`read`] stamps with the time it read.
 pub(super) fn ask(socket: &impl std::os::fd::AsRawFd) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    crate::server::sockets::set_int_option(socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
+    crate::sockets::set_int_option(socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     let _ = socket;
 }

@@ -105,7 +105,7 @@ impl Drop for Served {
 }
 
 /// A minimal HTTP/1.1 GET: (status, body) — the one `rasgk status` uses.
-pub use rasgk::status::http_get;
+pub use rasgk::admin_client::http_get;
 
 /// (status, JSON body) of any request to the admin port, with a bearer token if given.
 pub fn http_request(

@@ -1,4 +1,4 @@
-//! Which storm phone is which: phone `n`'s region, address and whether it is TTS, as
+//! Which phone is which: phone `n`'s region, address and whether it is TTS, as
 //! `rasgk storm` numbers its phones. `rasgk plan` follows the same rule for a scenario
 //! group given by regions, so that a planned phone and a storm's phone of the same number
 //! are the same phone (tests/plan_live.rs and tests/drill_live.rs compare them one for one).

@@ -5,8 +5,11 @@
 //! events, and the sampler. One queue of jobs ordered by virtual time, then by the order
 //! they were made, so a run is the same every time.
 //!
-//! How the simulated phones behave is in [`phones`](super::phones), their routed calls in
-//! [`calls`](super::calls).
+//! How the simulated phones behave is in `phones`, their routed calls in
+//! `calls`: both are `impl World` blocks of their own.
+
+mod calls;
+mod phones;
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
@@ -17,13 +20,13 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::calls::Calls;
-use super::phones::{SimPhone, Socket};
 use super::scenario::{Event, Scenario, ScenarioError};
 use super::tally::{ClanTrace, EventTrace, Tally};
 use crate::config::{Config, SocketMode};
 use crate::gatekeeper::{Closing, Command, ConnectionId, Gatekeeper, Transmit};
 use crate::phone::Phone;
+use calls::Calls;
+use phones::{SimPhone, Socket};
 
 /// The hasher of the world's tables: looked up at every datagram, and never iterated in an
 /// order that reaches the report.

@@ -1,5 +1,6 @@
 //! Binding RAS sockets with the options a gatekeeper under a registration storm needs
-//! (large receive and send buffers), through `socket2`.
+//! (large receive and send buffers), through `socket2`; `rasgk serve` binds its C-LANs'
+//! sockets here and `rasgk storm` its phones', and both raise the open-file limit here.
 //!
 //! When 40,000 phones send their GRQ at once, they all land on the discovery socket before
 //! the gatekeeper has read the first: with the kernel's usual ceiling (`net.core.rmem_max`,

@@ -18,7 +18,7 @@
 //! - A caller sends its Setup only on its socket in service. One without, or whose ACF is
 //!   not routed (its callee is not registered and the digits found a trunk), places the call
 //!   as a trunk call is placed (ARQ, hold, DRQ), and the plan counts it
-//!   ([`CallTally::as_today`](super::tally::CallTally::as_today)).
+//!   ([`CallTally::as_today`](crate::plan::tally::CallTally::as_today)).
 //! - A phone answers every Setup on its connection at once. A Setup on a connection the
 //!   gatekeeper opened for the call (it writes no service frame there) puts the phone in
 //!   service on it: the core keeps it as the phone's socket.
@@ -42,11 +42,12 @@ use std::net::{IpAddr, SocketAddr};
 use bytes::Bytes;
 
 use super::phones::Socket;
-use super::tally::RoutedCounts;
-use super::world::{micros, Micros, PhoneTimer, What, World};
+use super::{micros, Micros, PhoneTimer, What, World};
 use crate::gatekeeper::ConnectionId;
+use crate::phone_timing::NO_CONNECT;
+use crate::plan::tally::RoutedCounts;
 use crate::q931::{self, CallReference, MessageType};
-use crate::storm::{roster, NO_CONNECT};
+use crate::roster;
 use crate::tpkt;
 
 /// The hasher of the calls' tables (never iterated in an order that reaches the report).
@@ -89,7 +90,7 @@ impl OpenCall {
 
 /// The calls the phones placed through the relay and what they know of their legs.
 #[derive(Debug, Default)]
-pub(super) struct Calls {
+pub(in crate::plan) struct Calls {
     /// Calls placed and not yet over for the phones, by `callIdentifier`.
     open: HashMap<[u8; 16], OpenCall, Fast>,
     /// Each connection's C-LAN (trace), as the phone at its end knows it: the listener it
@@ -161,7 +162,7 @@ impl Calls {
 impl World<'_> {
     /// The extension a phone dials for its next call: another phone's when the gatekeeper
     /// relays calls, else the group's `dial` and its own (a trunk call).
-    pub(super) fn dialled(&self, phone: u32) -> String {
+    pub(in crate::plan) fn dialled(&self, phone: u32) -> String {
         let p = &self.phones[phone as usize];
         if self.gk.routed() {
             let callee = roster::callee(self.phones.len(), phone as usize);
@@ -175,7 +176,7 @@ impl World<'_> {
     /// Call `call` of `phone` was admitted (its hold is armed): a routed ACF and a socket in
     /// service send its Setup, and the hold waits for the Connect; otherwise it goes on as a
     /// trunk call, counted when it was a call to another phone.
-    pub(super) fn admitted(&mut self, phone: u32, call: [u8; 16], routed: bool) {
+    pub(in crate::plan) fn admitted(&mut self, phone: u32, call: [u8; 16], routed: bool) {
         let socket = self.phones[phone as usize].socket;
         let why = match (routed, socket) {
             (true, Socket::InService(id)) => {
@@ -253,7 +254,7 @@ impl World<'_> {
 
     /// A phone's frame reaches the gatekeeper's end of connection `id` (dropped when the
     /// connection is gone by then, as a closed socket's would be).
-    pub(super) fn written(
+    pub(in crate::plan) fn written(
         &mut self,
         epoch: u32,
         id: ConnectionId,
@@ -286,7 +287,7 @@ impl World<'_> {
 
     /// A frame of the gatekeeper's other than the service frame reaches `phone` on
     /// connection `id`: Q.931 of a routed call.
-    pub(super) fn signal(&mut self, phone: u32, id: ConnectionId, framed: &[u8]) {
+    pub(in crate::plan) fn signal(&mut self, phone: u32, id: ConnectionId, framed: &[u8]) {
         let Some(payload) = framed.get(tpkt::HEADER..) else {
             return;
         };
@@ -388,7 +389,7 @@ impl World<'_> {
     /// `phone` hangs up its routed call (its hold is over, or no Connect came in time: the
     /// DRQ follows) with a Release Complete on its socket; `false` when it had none in
     /// progress.
-    pub(super) fn hang_up(&mut self, phone: u32) -> bool {
+    pub(in crate::plan) fn hang_up(&mut self, phone: u32) -> bool {
         let Some((call, open)) = self.open_call_of(phone) else {
             return false;
         };
@@ -421,7 +422,7 @@ impl World<'_> {
     /// `phone` lost its routed call before its hold was over: `release` when its socket is
     /// still up and it says so with a Release Complete (its registration is gone), not
     /// when the gatekeeper ended the call or the socket is gone.
-    pub(super) fn cut(&mut self, phone: u32, release: bool) {
+    pub(in crate::plan) fn cut(&mut self, phone: u32, release: bool) {
         let counted = if release {
             self.hang_up(phone)
         } else {
@@ -449,7 +450,7 @@ impl World<'_> {
     }
 
     /// `phone`'s routed call ended with its socket `id` closing under it.
-    pub(super) fn socket_lost_call(&mut self, phone: u32, id: ConnectionId) {
+    pub(in crate::plan) fn socket_lost_call(&mut self, phone: u32, id: ConnectionId) {
         if self
             .open_call_of(phone)
             .is_some_and(|(_, c)| c.connection == id)
@@ -460,14 +461,14 @@ impl World<'_> {
     }
 
     /// The core's routed-call counters over every life of the gatekeeper.
-    pub(super) fn routed_counts(&self) -> RoutedCounts {
+    pub(in crate::plan) fn routed_counts(&self) -> RoutedCounts {
         let now = RoutedCounts::of(self.gk.call_stats());
         self.tally.routed.earlier.plus(&now)
     }
 
     /// Samples the routed calls (and call connections) per C-LAN, and checks them against
     /// what the phones know (module doc).
-    pub(super) fn sample_calls(&mut self) {
+    pub(in crate::plan) fn sample_calls(&mut self) {
         if !self.gk.routed() && self.calls.open.is_empty() {
             return;
         }
@@ -504,7 +505,7 @@ impl World<'_> {
 
     /// Before event `index` acts: the routed calls in progress, per C-LAN; and the core's
     /// endings so far, to tell those the event makes.
-    pub(super) fn calls_before_event(&mut self, index: usize) -> Option<RoutedCounts> {
+    pub(in crate::plan) fn calls_before_event(&mut self, index: usize) -> Option<RoutedCounts> {
         if !self.gk.routed() {
             return None;
         }
@@ -525,7 +526,11 @@ impl World<'_> {
     }
 
     /// After event `index` acted: the calls it ended, by reason.
-    pub(super) fn calls_after_event(&mut self, index: usize, before: Option<RoutedCounts>) {
+    pub(in crate::plan) fn calls_after_event(
+        &mut self,
+        index: usize,
+        before: Option<RoutedCounts>,
+    ) {
         let Some(before) = before else {
             return;
         };

@@ -21,10 +21,10 @@ use std::rc::Rc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::world::{micros, Micros, PhoneTimer, What, World};
+use super::{micros, Micros, PhoneTimer, What, World};
 use crate::gatekeeper::ConnectionId;
 use crate::phone::{Answer, Phone};
-use crate::storm::Backoff;
+use crate::phone_timing::Backoff;
 
 /// The RAS timer's longest wait.
 const MOST_WAIT: Micros = 8_000_000;
@@ -34,7 +34,7 @@ const BUSY_AGAIN: Micros = 1_000_000;
 
 /// A phone's signalling socket, as the phone sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Socket {
+pub(in crate::plan) enum Socket {
     /// None (unregistered, or a TTS phone waiting for the gatekeeper's connection).
     None,
     /// A non-TTS phone is connecting (or waiting to try again).
@@ -94,7 +94,7 @@ impl HeardRcf {
 }
 
 /// One simulated phone.
-pub(super) struct SimPhone {
+pub(in crate::plan) struct SimPhone {
     pub phone: Phone,
     pub group: u16,
     pub tts: bool,
@@ -206,7 +206,7 @@ impl World<'_> {
     }
 
     /// A phone arrives.
-    pub(super) fn arrive(&mut self, phone: u32) {
+    pub(in crate::plan) fn arrive(&mut self, phone: u32) {
         self.p(phone).arrived = true;
         self.register_next(phone);
     }
@@ -249,7 +249,7 @@ impl World<'_> {
     }
 
     /// One of a phone's timers went off.
-    pub(super) fn timer(&mut self, phone: u32, timer: PhoneTimer) {
+    pub(in crate::plan) fn timer(&mut self, phone: u32, timer: PhoneTimer) {
         match timer {
             PhoneTimer::Request => self.request_timed_out(phone),
             PhoneTimer::Retry => {
@@ -287,7 +287,7 @@ impl World<'_> {
     }
 
     /// A datagram from the gatekeeper.
-    pub(super) fn heard(&mut self, phone: u32, datagram: &[u8]) {
+    pub(in crate::plan) fn heard(&mut self, phone: u32, datagram: &[u8]) {
         if self.heard_again(phone, datagram) {
             return;
         }
@@ -522,7 +522,7 @@ impl World<'_> {
     }
 
     /// The C-LAN reset the phone's connection: it tries again after a back-off.
-    pub(super) fn reset(&mut self, phone: u32, generation: u32) {
+    pub(in crate::plan) fn reset(&mut self, phone: u32, generation: u32) {
         if self.generation(phone, PhoneTimer::Connect) != generation {
             return;
         }
@@ -539,7 +539,7 @@ impl World<'_> {
     }
 
     /// The service frame came on connection `id`.
-    pub(super) fn in_service(&mut self, phone: u32, id: ConnectionId) {
+    pub(in crate::plan) fn in_service(&mut self, phone: u32, id: ConnectionId) {
         let now = self.now;
         let p = self.p(phone);
         if p.socket != Socket::Open(id) {
@@ -566,7 +566,7 @@ impl World<'_> {
     /// A Setup came first on connection `id` the gatekeeper opened for a call (no service
     /// frame): the phone takes it as its socket, in service, without a time to service (no
     /// socket it was set up with).
-    pub(super) fn taken_for_call(&mut self, phone: u32, id: ConnectionId) {
+    pub(in crate::plan) fn taken_for_call(&mut self, phone: u32, id: ConnectionId) {
         let p = self.p(phone);
         p.rcf_at = None;
         self.in_service(phone, id);
@@ -589,7 +589,7 @@ impl World<'_> {
     }
 
     /// The gatekeeper closed connection `id` of the phone.
-    pub(super) fn socket_closed(&mut self, phone: u32, id: ConnectionId) {
+    pub(in crate::plan) fn socket_closed(&mut self, phone: u32, id: ConnectionId) {
         let p = self.p(phone);
         if !matches!(p.socket, Socket::Open(open) | Socket::InService(open) if open == id) {
             return;
