@@ -214,7 +214,7 @@ impl Router {
             let mut slots: Vec<IoSliceMut<'_>> =
                 octets.chunks_exact_mut(SLOT).map(IoSliceMut::new).collect();
             // Whatever the kernel took in before now, this read (or an earlier one) gets.
-            let now = super::life::wall_time();
+            let now = super::wall_clock::wall_time();
             let count = match port.socket.try_io(Interest::READABLE, || {
                 port.state
                     .recv((&port.socket).into(), &mut slots, &mut meta)
@@ -387,13 +387,13 @@ mod tests {
         let wait = Duration::from_secs(5);
         // Quiet: the deadline passed, nothing came, and the router waits for the socket.
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let by = super::super::life::wall_time();
+        let by = super::super::wall_clock::wall_time();
         let heard = tokio::time::timeout(wait, line.recv_by(by)).await;
         assert_eq!(heard.map(|d| d.is_none()), Ok(true), "no wait on a quiet socket");
         // Something sent before the deadline is heard, however late the phone asks.
         peer.send_to(b"answer", line.local_addr()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let by = super::super::life::wall_time();
+        let by = super::super::wall_clock::wall_time();
         let heard = tokio::time::timeout(wait, line.recv_by(by)).await.unwrap();
         assert_eq!(heard.map(|(d, ..)| d), Some(Bytes::from_static(b"answer")));
         // And after it, nothing more.
