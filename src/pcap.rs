@@ -1390,7 +1390,7 @@ mod tests {
     }
 
     /// The real third-party captures in the shared folder beside the checkout (never copied
-    /// into the repository; README, *Third-party captures*); skipped, saying so, without it.
+    /// into the repository; docs/testing.md, *Third-party captures*); skipped, saying so, without it.
     #[test]
     fn real_captures_match_frames_tsv() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/captures");
@@ -1405,7 +1405,7 @@ mod tests {
             let (Ok(bytes), Ok(tsv)) = (std::fs::read(&pcap), std::fs::read_to_string(&tsv)) else {
                 eprintln!(
                     "skipping real capture {name}: {} or its .frames.tsv is missing \
-                     (README: Third-party captures)",
+                     (docs/testing.md: Third-party captures)",
                     pcap.display()
                 );
                 continue;

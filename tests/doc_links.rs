@@ -178,7 +178,9 @@ fn check_link(
         return Ok(());
     };
     if path.extension().is_none_or(|e| e != "md") {
-        return Err(format!("{target}: an anchor into a file that is not Markdown"));
+        return Err(format!(
+            "{target}: an anchor into a file that is not Markdown"
+        ));
     }
     let text = read(&path).ok_or_else(|| format!("{target}: cannot read it"))?;
     let known = anchors(&text);
@@ -255,7 +257,10 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
             if *redirected {
                 *redirected = false;
             } else {
-                commands.last_mut().expect("a command").push(std::mem::take(word));
+                commands
+                    .last_mut()
+                    .expect("a command")
+                    .push(std::mem::take(word));
             }
         }
         word.clear();
@@ -422,7 +427,9 @@ fn parses(arguments: &[String]) -> Result<(), String> {
     if !prints {
         command.arg("--help");
     }
-    let output = command.output().map_err(|e| format!("cannot run rasgk: {e}"))?;
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run rasgk: {e}"))?;
     if output.status.success() {
         Ok(())
     } else {
@@ -468,11 +475,17 @@ fn anchors_follow_github() {
         slug("H.323 gateways registering as trunks"),
         "h323-gateways-registering-as-trunks"
     );
-    assert_eq!(slug("The admin port's exposure"), "the-admin-ports-exposure");
+    assert_eq!(
+        slug("The admin port's exposure"),
+        "the-admin-ports-exposure"
+    );
     assert_eq!(slug("Reload: SIGHUP"), "reload-sighup");
     let text = "# A\n## Same\n```sh\n# not a heading\n```\n## Same\n";
     let found = anchors(text);
-    assert!(found.contains("same") && found.contains("same-1"), "{found:?}");
+    assert!(
+        found.contains("same") && found.contains("same-1"),
+        "{found:?}"
+    );
     assert!(!found.contains("not-a-heading"));
 }
 

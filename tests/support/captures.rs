@@ -1,14 +1,15 @@
 //! Where the real third-party captures are: `../shared/captures/` beside the checkout (as CI
 //! lays it out), or `/work/shared/captures` for a checkout elsewhere on a developer machine.
 //! They are read from there at test time and never copied into the repository; where they
-//! come from is in the README, *Third-party captures*. A test that needs one and does not
+//! come from is in docs/testing.md, *Third-party captures*. A test that needs one and does not
 //! find it skips, saying so on standard error.
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::path::{Path, PathBuf};
 
 /// Where the captures are looked for, as the skip messages say it.
-pub const LOOKED_IN: &str = "../shared/captures beside the checkout (README: Third-party captures)";
+pub const LOOKED_IN: &str =
+    "../shared/captures beside the checkout (docs/testing.md: Third-party captures)";
 
 /// The shared folder of real captures, if it is there.
 pub fn dir() -> Option<PathBuf> {
