@@ -357,7 +357,7 @@ fn rasgk_arguments(words: &[String]) -> Option<Vec<String>> {
         Some("cargo") => {
             let rest: Vec<&str> = words[1..].iter().map(String::as_str).collect();
             // `cargo run --release -- ARGS` (and `cargo run -- ARGS`); an example is not rasgk.
-            if rest.first() != Some(&"run") || rest.iter().any(|w| *w == "--example") {
+            if rest.first() != Some(&"run") || rest.contains(&"--example") {
                 return None;
             }
             let dashes = rest.iter().position(|w| *w == "--")?;
