@@ -11,6 +11,7 @@
 //!   runs. A command is a line of a shell block (`sh`, `bash`, `shell`, `console`) that
 //!   starts with `rasgk`, a line of any block that starts with `$ rasgk`, or either form of
 //!   `cargo run --release -- …`.
+//! - Every subcommand `rasgk --help` lists has its row in the README's table of subcommands.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -568,4 +569,32 @@ fn a_bogus_flag_is_refused() {
     assert!(parses(&argv("storm --no-such-flag")).is_err());
     assert!(parses(&argv("storm --phones many")).is_err());
     assert!(parses(&argv("no-such-subcommand")).is_err());
+}
+
+#[test]
+fn every_subcommand_has_a_row_in_the_readme() {
+    let output = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .arg("--help")
+        .output()
+        .expect("rasgk --help runs");
+    let help = String::from_utf8_lossy(&output.stdout);
+    // The lines under `Commands:`, up to the next blank line: `  NAME  what it does`.
+    let subcommands: Vec<&str> = help
+        .lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert!(subcommands.len() >= 8, "{help}");
+    let readme = fs::read_to_string(root().join("README.md")).expect("README.md reads");
+    let missing: Vec<&&str> = subcommands
+        .iter()
+        .filter(|name| !readme.contains(&format!("| `rasgk {name}` |")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's table of subcommands lacks {missing:?}"
+    );
 }
