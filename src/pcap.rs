@@ -1390,7 +1390,7 @@ mod tests {
     }
 
     /// The real third-party captures in the shared folder `../shared/captures` beside the
-    /// checkout (never copied into the repository; README, *Third-party captures*): without
+    /// checkout (never copied into the repository; docs/testing.md, *Third-party captures*): without
     /// them the test skips, saying so, or fails under `RASGK_REQUIRE_TOOLS=1`.
     #[test]
     fn real_captures_match_frames_tsv() {
@@ -1401,7 +1401,7 @@ mod tests {
             let (Ok(bytes), Ok(tsv)) = (std::fs::read(&pcap), std::fs::read_to_string(&tsv)) else {
                 let why = format!(
                     "real capture {name}.pcap or its .frames.tsv is missing from \
-                     ../shared/captures beside the checkout (README: Third-party captures)"
+                     ../shared/captures beside the checkout (docs/testing.md: Third-party captures)"
                 );
                 if std::env::var("RASGK_REQUIRE_TOOLS").as_deref() == Ok("1") {
                     panic!("{why}, and RASGK_REQUIRE_TOOLS=1");

@@ -3,7 +3,7 @@
 //! - No file of the project (README, `docs/`, sources, tests, benches, examples, fuzzing,
 //!   fixtures, CI) points at documents outside the repository: the developers' notes beside
 //!   the checkout are not part of a clone. The one folder outside it that tests may read is
-//!   the third-party captures (README, *Third-party captures*), which they skip without.
+//!   the third-party captures (docs/testing.md, *Third-party captures*), which they skip without.
 //! - Every `docs/rules.md §N` (or `§N.M`, or a range `§N–M`) cited anywhere names a section
 //!   that `docs/rules.md` has, and every other `§` cites a named standard (`H.225.0 §7.2.1`,
 //!   `RFC 1006 §6`), so no comment is left citing a section of a document nobody has.

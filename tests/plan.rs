@@ -1,5 +1,5 @@
 //! `rasgk plan`: the scenarios of fixtures/plan/ give byte-identical JSON run after run, and
-//! each shows what it is there to show (README, "Planning").
+//! each shows what it is there to show (docs/planning.md).
 
 use std::path::Path;
 use std::process::Command;

@@ -204,7 +204,7 @@ pub struct Figures {
     pub relay: Option<Relay>,
 }
 
-/// The targets (the performance issue's, README "Performance").
+/// The performance targets (docs/performance.md).
 pub mod targets {
     /// rasgk / echo for GRQ and for keep-alives.
     pub const LIGHT_RATIO: f64 = 0.8;

@@ -1,6 +1,6 @@
 //! Socket mode's figures: real TCP signalling sockets on `fixtures/lab/sockets.toml`
 //! (sixteen C-LANs of 480 in three regions), each run against a fresh `rasgk serve` in a
-//! process of its own, as users run it, with `rasgk storm --sockets` as the README gives
+//! process of its own, as users run it, with `rasgk storm --sockets` as docs/storms.md gives
 //! it. (Run beside the storm in this process, the gatekeeper measured worse than it serves:
 //! in one session the TTS phones' time to service was 92–95 ms at the median there against
 //! 62–66 ms with `rasgk serve` apart, and the 6,000-phone storm's p99 171–181 ms against
@@ -154,7 +154,7 @@ impl Agreement {
     }
 }
 
-/// `rasgk storm --sockets` with the README's options for `phones` phones, `tts_share` of
+/// `rasgk storm --sockets` with the options docs/performance.md gives for `phones` phones, `tts_share` of
 /// them TTS, holding their sockets `hold_s` after the last registration (long enough for
 /// every phone to be in service: non-TTS phones turned away busy come back after a
 /// back-off of up to 2 s).

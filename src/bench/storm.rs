@@ -1,6 +1,6 @@
 //! The registration storm of a large Communication Manager: `--storm-phones` phones (40,000
 //! by default; half TTS, three regions) against one rasgk of `fixtures/lab/storm-40k.toml`,
-//! run as the README's `rasgk storm` command runs it (one process, on the storm's one-thread
+//! run as docs/performance.md's `rasgk storm` command runs it (one process, on the storm's one-thread
 //! runtime), with the gatekeeper in this process as `rasgk serve` runs it. After it, the gatekeeper's own
 //! registrations are read back from its admin port: every phone must hold exactly one.
 
@@ -82,7 +82,7 @@ impl Storm {
     }
 }
 
-/// `rasgk storm`'s options as the README's command gives them, for `phones` phones.
+/// `rasgk storm`'s options as docs/performance.md's command gives them, for `phones` phones.
 pub fn storm_args(phones: usize) -> Result<StormArgs, String> {
     let phones = phones.to_string();
     let line = [

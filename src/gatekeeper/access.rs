@@ -1,5 +1,5 @@
 //! Who may register (docs/rules.md §13). The sources have no rule for it; these are ours
-//! (README "Reliability and security"):
+//! (docs/reliability.md, "Who may register"):
 //!
 //! - `strict_network_map = true`: a source outside every region's `networks` gets GRJ
 //!   `terminalExcluded` / RRJ `securityDenial` (RegistrationRejectReason has no

@@ -1,4 +1,4 @@
-//! H.235 passwords on RAS (README "Passwords"): which requests must prove a password and
+//! H.235 passwords on RAS (docs/reliability.md, "Passwords"): which requests must prove a password and
 //! with which token, what the GCF selects of the mechanisms a GRQ offers, and the replies
 //! secured under H.235.1.
 //!

@@ -35,7 +35,7 @@ pub use world::PlanError;
 #[derive(Debug, Clone, clap::Args)]
 pub struct PlanArgs {
     /// The scenario: phones, arrivals, the timeline of events, duration and seed (TOML; the
-    /// README's "Planning" section and fixtures/plan/ show every key).
+    /// docs/planning.md and fixtures/plan/ show every key).
     #[arg(value_name = "SCENARIO.toml")]
     pub scenario: PathBuf,
     /// The lab's configuration, as `rasgk serve --config` takes it; the embedded default

@@ -1,7 +1,7 @@
 //! Where the real third-party captures are: the shared folder `../shared/captures/` beside
 //! the checkout (CARGO_MANIFEST_DIR/../shared/captures, as CI lays it out), and nowhere
 //! else. They are read from there at test time and never copied into the repository; where
-//! they come from is in the README, *Third-party captures*. A test that needs one and does
+//! they come from is in the docs/testing.md, *Third-party captures*. A test that needs one and does
 //! not find it skips, saying why on standard error, or fails under `RASGK_REQUIRE_TOOLS=1`
 //! (as a missing tshark does, tests/support/tshark.rs), so that CI cannot pass without them.
 #![allow(dead_code)] // each test binary uses a different part of this module
@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 
 /// Where the captures are looked for, as the skip messages say it.
-pub const LOOKED_IN: &str = "../shared/captures beside the checkout (README: Third-party captures)";
+pub const LOOKED_IN: &str =
+    "../shared/captures beside the checkout (docs/testing.md: Third-party captures)";
 
 /// The shared folder's path, whether or not it is there.
 pub fn shared_folder() -> PathBuf {
