@@ -1133,7 +1133,7 @@ impl Gatekeeper {
         let mut urq = reply::unregistration_request(&reply::Urq {
             request_seq_num: seq,
             call_signal_address: &registration.call_signal_address,
-            aliases: &registration.aliases,
+            aliases: &registration.aliases.to_vec(),
             endpoint_id: Some(&registry::endpoint_id(key)),
             gatekeeper_id: Some(&self.gatekeeper_id),
             reason: Some(reason),

@@ -4,8 +4,9 @@
 //! (`EP0000002A`), so a lightweight RRQ or URQ finds its registration without a text index,
 //! and a registration does not store its identifier: it is written from the key when a
 //! message or a view needs it ([`endpoint_id`]). A registration is kept small, since a
-//! gatekeeper holds 100,000 of them: its aliases in a boxed slice, its call signalling
-//! address inline when it has only one ([`CallSignalAddresses`]).
+//! gatekeeper holds 100,000 of them: its aliases packed into a few octets held inline
+//! ([`PackedAliases`]), its call signalling address inline when it has only one
+//! ([`CallSignalAddresses`]).
 //!
 //! An endpoint keeps its identifier: a full RRQ that carries one of ours takes it back when
 //! no other endpoint holds it (see `Gatekeeper::full_registration`), and
@@ -27,13 +28,13 @@ use super::topology::ClanIdx;
 use crate::config::RegionId;
 use crate::ras::avaya::AvayaEndpoint;
 use crate::ras::reply::EndpointId;
-use crate::ras::{Alias, Utf16};
+use crate::ras::{Alias, AliasView, PackedAliases, Utf16};
 
 /// One registered endpoint.
 #[derive(Debug, Clone)]
 pub struct Registration {
     /// `terminalAlias`.
-    pub aliases: Box<[Alias]>,
+    pub aliases: PackedAliases,
     /// Where its RAS datagrams come from (replies go here).
     pub source: SocketAddr,
     /// `rasAddress` of its RRQ (or the source when it gave none).
@@ -157,8 +158,8 @@ impl<'a> Slots<'a> {
         self.registration(slot).source
     }
 
-    fn alias(self, (slot, at): (u32, u32)) -> &'a Alias {
-        &self.registration(slot).aliases[at as usize]
+    fn alias(self, (slot, at): (u32, u32)) -> Option<AliasView<'a>> {
+        self.registration(slot).aliases.get(at as usize)
     }
 }
 
@@ -310,9 +311,10 @@ impl Registry {
     /// The key of the registration holding this alias.
     pub fn by_alias(&self, alias: &Alias) -> Option<u64> {
         let slots = Slots(&self.slots);
+        let alias = alias.view();
         let found = self
             .by_alias
-            .find(self.hash(alias), |&entry| slots.alias(entry) == alias);
+            .find(self.hash(alias), |&entry| slots.alias(entry) == Some(alias));
         found.map(|&(slot, _)| slots.key(slot))
     }
 
@@ -359,7 +361,7 @@ impl Registry {
                 Some(holder) => *holder = (slot, at),
                 None => {
                     self.by_alias.insert_unique(hash, (slot, at), |&entry| {
-                        hasher.hash_one(slots.alias(entry))
+                        slots.alias(entry).map_or(0, |alias| hasher.hash_one(alias))
                     });
                 }
             }
@@ -384,8 +386,9 @@ impl Registry {
         }
         for alias in &registration.aliases {
             let hash = self.hasher.hash_one(alias);
-            let held_here =
-                |&(other, at): &(u32, u32)| other == slot && slots.alias((other, at)) == alias;
+            let held_here = |&(other, at): &(u32, u32)| {
+                other == slot && slots.alias((other, at)) == Some(alias)
+            };
             if let Ok(entry) = self.by_alias.find_entry(hash, held_here) {
                 entry.remove();
             }
@@ -457,7 +460,11 @@ mod tests {
     fn registration(source: &str, aliases: &[&str]) -> Registration {
         let source: SocketAddr = source.parse().unwrap();
         Registration {
-            aliases: aliases.iter().map(|a| Alias::h323_id(a).unwrap()).collect(),
+            aliases: PackedAliases::new(
+                aliases
+                    .iter()
+                    .map(|a| AliasView::H323Id(Alias::h323_id(a).map(|_| *a).unwrap())),
+            ),
             source,
             ras_address: source,
             call_signal_address: vec![source].into(),

@@ -30,7 +30,7 @@ use super::topology::ClanIdx;
 use super::{Gatekeeper, Reservation, StartError, Timer, Transmit, TTS_RETRY};
 use crate::config::{Config, RegionId};
 use crate::ras::avaya::AvayaEndpoint;
-use crate::ras::Alias;
+use crate::ras::{Alias, PackedAliases};
 
 /// The version of the state format this rasgk writes and reads.
 pub const STATE_VERSION: u32 = 1;
@@ -330,7 +330,7 @@ impl Gatekeeper {
         self.registry.insert(
             saved.key,
             Registration {
-                aliases: saved.aliases.clone().into_boxed_slice(),
+                aliases: PackedAliases::from(&saved.aliases[..]),
                 source: saved.source,
                 ras_address: saved.ras_address,
                 call_signal_address: saved.call_signal_address.clone().into(),
