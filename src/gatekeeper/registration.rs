@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::events::{Ending, Event};
-use super::registry::{self, CallSignalAddresses, Registration};
+use super::registry::{self, CallSignalAddresses, EndpointAddresses, Registration};
 use super::{policy, Gatekeeper, Reply, Timer, TTS_RETRY};
 use crate::calls::{Member, NoRoute};
 use crate::config::{Family, NodeIdx};
@@ -396,8 +396,7 @@ impl Gatekeeper {
         let registration = Registration {
             aliases: PackedAliases::from(&aliases[..]),
             source: from,
-            ras_address,
-            call_signal_address,
+            addresses: EndpointAddresses::new(from, ras_address, call_signal_address),
             gateway: rrq.gateway,
             avaya: rrq.avaya,
             region,
@@ -464,7 +463,7 @@ impl Gatekeeper {
         let Some(registration) = self.registry.get(key) else {
             return;
         };
-        let Some(&address) = registration.call_signal_address.first() else {
+        let Some(&address) = registration.call_signal_address().first() else {
             return;
         };
         let endpoint_id = registry::endpoint_id_text(key);
@@ -622,7 +621,7 @@ impl Gatekeeper {
         }
         let callee = callee_key
             .and_then(|key| self.registry.get(key))
-            .and_then(|r| r.call_signal_address.first().copied());
+            .and_then(|r| r.call_signal_address().first().copied());
         if let Some(address) = callee {
             return Some(reply::admission_confirm(
                 seq,

@@ -142,8 +142,8 @@ impl Gatekeeper {
                 key,
                 aliases: r.aliases.to_vec(),
                 source: r.source,
-                ras_address: r.ras_address,
-                call_signal_address: r.call_signal_address.to_vec(),
+                ras_address: r.ras_address(),
+                call_signal_address: r.call_signal_address().to_vec(),
                 gateway: r.gateway,
                 avaya: r.avaya,
                 prefixes: self
@@ -332,8 +332,11 @@ impl Gatekeeper {
             Registration {
                 aliases: PackedAliases::from(&saved.aliases[..]),
                 source: saved.source,
-                ras_address: saved.ras_address,
-                call_signal_address: saved.call_signal_address.clone().into(),
+                addresses: registry::EndpointAddresses::new(
+                    saved.source,
+                    saved.ras_address,
+                    saved.call_signal_address.clone().into(),
+                ),
                 gateway: saved.gateway,
                 avaya: saved.avaya,
                 region: saved.region,
