@@ -45,8 +45,37 @@ const EMAIL_ID: u8 = 3;
 const TRANSPORT_ID: u8 = 4;
 const OTHER: u8 = 5;
 
+/// The octets being packed: in place while they fit, on the heap once they do not, so
+/// that packing the usual short list allocates nothing.
+struct Packer {
+    inline: [u8; INLINE],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl Packer {
+    fn push(&mut self, octet: u8) {
+        self.extend_from_slice(&[octet]);
+    }
+
+    fn extend_from_slice(&mut self, octets: &[u8]) {
+        let end = self.len + octets.len();
+        match self.inline.get_mut(self.len..end) {
+            Some(room) if self.heap.is_empty() => room.copy_from_slice(octets),
+            _ => {
+                if self.heap.is_empty() {
+                    self.heap.reserve(end.max(2 * INLINE));
+                    self.heap.extend_from_slice(&self.inline[..self.len]);
+                }
+                self.heap.extend_from_slice(octets);
+            }
+        }
+        self.len = end;
+    }
+}
+
 /// Appends `value` as a LEB128 number.
-fn push_length(out: &mut Vec<u8>, mut value: usize) {
+fn push_length(out: &mut Packer, mut value: usize) {
     while value >= 0x80 {
         out.push((value & 0x7F) as u8 | 0x80);
         value >>= 7;
@@ -67,7 +96,7 @@ fn read_length(octets: &[u8]) -> Option<(usize, &[u8])> {
 }
 
 /// Appends one alias.
-fn push_alias(out: &mut Vec<u8>, alias: AliasView<'_>) {
+fn push_alias(out: &mut Packer, alias: AliasView<'_>) {
     let (kind, text) = match alias {
         AliasView::DialledDigits(text) => (DIALLED_DIGITS, text),
         AliasView::H323Id(text) => (H323_ID, text),
@@ -134,20 +163,20 @@ fn view(kind: u8, octets: &[u8]) -> AliasView<'_> {
 impl PackedAliases {
     /// These aliases, packed.
     pub fn new<'a>(aliases: impl IntoIterator<Item = AliasView<'a>>) -> PackedAliases {
-        let mut octets = Vec::new();
+        let mut packer = Packer {
+            inline: [0; INLINE],
+            len: 0,
+            heap: Vec::new(),
+        };
         for alias in aliases {
-            push_alias(&mut octets, alias);
+            push_alias(&mut packer, alias);
         }
-        match u8::try_from(octets.len()) {
-            Ok(len) if octets.len() <= INLINE => {
-                let mut inline = [0; INLINE];
-                inline[..octets.len()].copy_from_slice(&octets);
-                PackedAliases(Octets::Inline {
-                    len,
-                    octets: inline,
-                })
-            }
-            _ => PackedAliases(Octets::Heap(octets.into_boxed_slice())),
+        match u8::try_from(packer.len) {
+            Ok(len) if packer.heap.is_empty() => PackedAliases(Octets::Inline {
+                len,
+                octets: packer.inline,
+            }),
+            _ => PackedAliases(Octets::Heap(packer.heap.into_boxed_slice())),
         }
     }
 
