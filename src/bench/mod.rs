@@ -217,7 +217,7 @@ pub mod targets {
     /// Storms run, the median taken.
     pub const STORM_RUNS: usize = 3;
     /// Resident bytes per registration.
-    pub const BYTES_PER_REGISTRATION: f64 = 512.0;
+    pub const BYTES_PER_REGISTRATION: f64 = 256.0;
     /// Core time per GRQ at 10,000 C-LANs over that at 64.
     pub const SCALE: f64 = 2.0;
     /// Seconds from the first GRQ to the last socket in service of the socket-mode storm.
@@ -904,7 +904,7 @@ mod tests {
                 distinct_aliases: 40_000,
                 runs_s: vec![1.0, 0.9, 1.1],
             }),
-            memory: Some((512.0, 100_000)),
+            memory: Some((256.0, 100_000)),
             scale: Some(Scale {
                 per_grq_us: vec![(64, 1.0), (1024, 1.5), (10_000, 2.0)],
             }),
@@ -964,7 +964,7 @@ mod tests {
             storm.distinct_aliases = 40_001;
             storm.distinct_ids = 40_001;
         }
-        figures.memory = Some((513.0, 100_000));
+        figures.memory = Some((257.0, 100_000));
         figures.scale = Some(Scale {
             per_grq_us: vec![(64, 1.0), (10_000, 2.01)],
         });

@@ -198,7 +198,7 @@ impl Gatekeeper {
             self.registry
                 .get(key)
                 .and_then(|r| r.aliases.first())
-                .map(ToString::to_string)
+                .map(|alias| alias.to_string())
         };
         let mut calls: Vec<_> = self.relay.calls.iter().collect();
         calls.sort_unstable_by_key(|(no, _)| **no);

@@ -544,7 +544,7 @@ impl Gatekeeper {
             let to = self
                 .registry
                 .get(key)
-                .and_then(|r| r.call_signal_address.first().copied());
+                .and_then(|r| r.call_signal_address().first().copied());
             let Some(to) = to else {
                 continue;
             };

@@ -5,8 +5,9 @@
 //! (older deadlines, or keys no longer registered) are dropped when they reach the top,
 //! and the whole set is rebuilt from the registrations when it grows past twice their
 //! number. The caller keeps the top live ([`Expiries::settle`] after every change), so
-//! [`Expiries::next`] is always a real deadline. 24 bytes an entry, against 56 and the node
-//! slack of the shared timer set.
+//! [`Expiries::next`] is always a real deadline. 16 bytes an entry (the instant as
+//! nanoseconds from the first one held, and the key), against 56 and the node slack of the
+//! shared timer set.
 //!
 //! Deadlines are mostly pushed in the order they come due (one TTL for every phone, and
 //! time only goes forward), so an entry that sorts after every one pushed before it goes
@@ -17,33 +18,68 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Entry counts up to which no rebuild runs.
 const REBUILD_FLOOR: usize = 1024;
 
+/// An entry: its instant as [`Expiries::since`] writes it, and the key. Ordered as
+/// `(Instant, u64)` would be.
+type Entry = (u64, u64);
+
+/// Where nanoseconds from the epoch start: an instant before it is below, one after above.
+const BIAS: i128 = 1 << 63;
+
 /// Registration deadlines, soonest first; some may be stale.
 #[derive(Debug, Default)]
 pub struct Expiries {
+    /// What entries' instants count from: the first one pushed.
+    epoch: Option<Instant>,
     /// Entries each pushed after every other it holds, so in order.
-    in_order: VecDeque<(Instant, u64)>,
+    in_order: VecDeque<Entry>,
     /// The rest.
-    heap: BinaryHeap<Reverse<(Instant, u64)>>,
+    heap: BinaryHeap<Reverse<Entry>>,
 }
 
 impl Expiries {
+    /// `at` as nanoseconds from `epoch`, biased so that the order is that of the instants
+    /// (saturating some 292 years either side).
+    fn since(epoch: Instant, at: Instant) -> u64 {
+        let nanos = match at.checked_duration_since(epoch) {
+            Some(after) => BIAS + after.as_nanos() as i128,
+            None => BIAS - epoch.duration_since(at).as_nanos() as i128,
+        };
+        nanos.clamp(0, i128::from(u64::MAX)) as u64
+    }
+
+    /// The instant of an entry.
+    fn instant(&self, (nanos, key): Entry) -> (Instant, u64) {
+        let epoch = self.epoch.unwrap_or_else(Instant::now);
+        let at = match i128::from(nanos) - BIAS {
+            after @ 0.. => epoch.checked_add(Duration::from_nanos(after as u64)),
+            before => epoch.checked_sub(Duration::from_nanos(before.unsigned_abs() as u64)),
+        };
+        (at.unwrap_or(epoch), key)
+    }
+
+    /// The entry of `at` (its first instant the epoch).
+    fn entry(&mut self, at: Instant, key: u64) -> Entry {
+        (Self::since(*self.epoch.get_or_insert(at), at), key)
+    }
+
     /// Notes that registration `key` expires at `at`.
     pub fn push(&mut self, at: Instant, key: u64) {
-        if self.in_order.back().is_none_or(|&last| (at, key) >= last) {
-            self.in_order.push_back((at, key));
+        let entry = self.entry(at, key);
+        if self.in_order.back().is_none_or(|&last| entry >= last) {
+            self.in_order.push_back(entry);
         } else {
-            self.heap.push(Reverse((at, key)));
+            self.heap.push(Reverse(entry));
         }
     }
 
     /// The soonest entry.
     pub fn first(&self) -> Option<(Instant, u64)> {
-        self.soonest().map(|(entry, _)| entry)
+        self.soonest().map(|(entry, _)| self.instant(entry))
     }
 
     /// The key of the soonest entry.
@@ -52,7 +88,7 @@ impl Expiries {
     }
 
     /// The soonest entry, and whether it is the queue's.
-    fn soonest(&self) -> Option<((Instant, u64), bool)> {
+    fn soonest(&self) -> Option<(Entry, bool)> {
         let queued = self.in_order.front().copied();
         let heaped = self.heap.peek().map(|&Reverse(entry)| entry);
         match (queued, heaped) {
@@ -79,17 +115,18 @@ impl Expiries {
     /// Takes the soonest entry if it is due at `now`.
     pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, u64)> {
         let (entry, queued) = self.soonest()?;
-        if entry.0 > now {
+        if entry.0 > Self::since(self.epoch?, now) {
             return None;
         }
         self.pop_first(queued);
-        Some(entry)
+        Some(self.instant(entry))
     }
 
     /// Drops entries from the top until one is `live` (still the deadline of a
     /// registration).
     pub fn settle(&mut self, live: impl Fn(Instant, u64) -> bool) {
-        while let Some(((at, key), queued)) = self.soonest() {
+        while let Some((entry, queued)) = self.soonest() {
+            let (at, key) = self.instant(entry);
             if live(at, key) {
                 break;
             }
@@ -109,7 +146,7 @@ impl Expiries {
 
     /// Holds exactly these deadlines.
     pub fn rebuild(&mut self, deadlines: impl Iterator<Item = (Instant, u64)>) {
-        let mut sorted: Vec<_> = deadlines.collect();
+        let mut sorted: Vec<Entry> = deadlines.map(|(at, key)| self.entry(at, key)).collect();
         sorted.sort_unstable();
         self.in_order = sorted.into();
         self.heap.clear();
@@ -143,6 +180,23 @@ mod tests {
         expiries.rebuild(live.iter().map(|(&key, &when)| (when, key)));
         assert_eq!(expiries.len(), live.len());
         assert!(!expiries.wants_rebuild(live.len()));
+    }
+
+    #[test]
+    fn deadlines_before_the_first_come_back_exactly() {
+        let start = Instant::now() + Duration::from_secs(1000);
+        let mut expiries = Expiries::default();
+        let late = start + Duration::new(3600, 123_456_789);
+        let early = start - Duration::new(500, 7);
+        expiries.push(late, 1);
+        expiries.push(early, 2);
+        expiries.push(start, 3);
+        assert_eq!(expiries.first(), Some((early, 2)));
+        assert_eq!(expiries.pop_due(early - Duration::from_nanos(1)), None);
+        assert_eq!(expiries.pop_due(early), Some((early, 2)));
+        assert_eq!(expiries.pop_due(late), Some((start, 3)));
+        assert_eq!(expiries.pop_due(late), Some((late, 1)));
+        assert_eq!(expiries.next(), None);
     }
 
     #[test]

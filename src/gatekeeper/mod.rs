@@ -31,6 +31,7 @@ mod arena;
 mod calls_view;
 mod connections;
 mod discovery;
+mod endpoint_addresses;
 pub mod events;
 mod expiries;
 pub mod load;
@@ -1132,8 +1133,8 @@ impl Gatekeeper {
         let seq = self.next_seq();
         let mut urq = reply::unregistration_request(&reply::Urq {
             request_seq_num: seq,
-            call_signal_address: &registration.call_signal_address,
-            aliases: &registration.aliases,
+            call_signal_address: &registration.call_signal_address(),
+            aliases: &registration.aliases.to_vec(),
             endpoint_id: Some(&registry::endpoint_id(key)),
             gatekeeper_id: Some(&self.gatekeeper_id),
             reason: Some(reason),

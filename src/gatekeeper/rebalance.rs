@@ -320,7 +320,7 @@ impl Gatekeeper {
             .entry(from_name.clone())
             .or_default() += 1;
         let endpoint_id = registry::endpoint_id_text(key);
-        let alias = registration.aliases.first().map(ToString::to_string);
+        let alias = registration.aliases.first().map(|alias| alias.to_string());
         tracing::info!(
             endpoint = %endpoint_id, from = %from_name, to = %to_name,
             "rebalancing: phone moved off {from_name} towards {to_name}"

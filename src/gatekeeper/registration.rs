@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::events::{Ending, Event};
-use super::registry::{self, CallSignalAddresses, Registration};
+use super::registry::{self, CallSignalAddresses, EndpointAddresses, Registration};
 use super::{policy, Gatekeeper, Reply, Timer, TTS_RETRY};
 use crate::calls::{Member, NoRoute};
 use crate::config::{Family, NodeIdx};
@@ -15,17 +15,19 @@ use crate::ras::asn::{
 };
 use crate::ras::hot_reply::{self, RcfParts};
 use crate::ras::reply::{self, AltGkInfo, ArjReason, RrjReason, UrjReason};
-use crate::ras::{Alias, Discovery, FullRegistration, MessageKind, RasMessage};
+use crate::ras::{
+    Alias, AliasView, Discovery, FullRegistration, MessageKind, PackedAliases, RasMessage,
+};
 
 /// The text of an alias that `[[tts]]` patterns are matched against.
-fn alias_text(alias: &Alias) -> &str {
+fn alias_text(alias: AliasView<'_>) -> &str {
     match alias {
-        Alias::DialledDigits(text)
-        | Alias::H323Id(text)
-        | Alias::UrlId(text)
-        | Alias::EmailId(text)
-        | Alias::Other(text) => text,
-        Alias::TransportId(_) => "",
+        AliasView::DialledDigits(text)
+        | AliasView::H323Id(text)
+        | AliasView::UrlId(text)
+        | AliasView::EmailId(text)
+        | AliasView::Other(text) => text,
+        AliasView::TransportId(_) => "",
     }
 }
 
@@ -46,7 +48,7 @@ impl Gatekeeper {
         self.config
             .tts
             .iter()
-            .find(|rule| rule.matches(aliases.iter().map(alias_text), region))
+            .find(|rule| rule.matches(aliases.iter().map(|alias| alias_text(alias.view())), region))
             .map_or(self.config.gatekeeper.tts_default, |rule| rule.tts)
     }
 
@@ -182,7 +184,7 @@ impl Gatekeeper {
                 gatekeeper_id: &self.gatekeeper_id,
                 endpoint_id: &registry::endpoint_id(key),
                 call_signal_address: &signal_address,
-                aliases: &registration.aliases,
+                aliases: &registration.aliases.to_vec(),
                 time_to_live_s: Some(registration.ttl_s),
                 agl: &agl,
             })
@@ -201,7 +203,7 @@ impl Gatekeeper {
             gatekeeper_id: &self.gatekeeper_id,
             endpoint_id: &registry::endpoint_id(key),
             call_signal_address: &signal_address,
-            aliases: &registration.aliases,
+            aliases: &registration.aliases.to_vec(),
             time_to_live_s: Some(registration.ttl_s),
             agl: &agl,
         });
@@ -347,7 +349,9 @@ impl Gatekeeper {
             !tts && reservation != Some(clan)
                 && kept.is_none_or(|kept| kept == key)
                 && self.registry.get(key).is_some_and(|held| {
-                    !held.tts && held.socket == Some(clan) && *held.aliases == *aliases
+                    !held.tts
+                        && held.socket == Some(clan)
+                        && held.aliases.iter().eq(aliases.iter().map(Alias::view))
                 })
         });
 
@@ -390,10 +394,9 @@ impl Gatekeeper {
         let agl = self.agls[family as usize].intern(&agl);
         let ttl_s = self.granted_ttl(rrq.time_to_live);
         let registration = Registration {
-            aliases: aliases.into_boxed_slice(),
+            aliases: PackedAliases::from(&aliases[..]),
             source: from,
-            ras_address,
-            call_signal_address,
+            addresses: EndpointAddresses::new(from, ras_address, call_signal_address),
             gateway: rrq.gateway,
             avaya: rrq.avaya,
             region,
@@ -416,7 +419,10 @@ impl Gatekeeper {
             // A gateway waits for no socket.
             (false, _) if gateway => {
                 let prefixes = crate::ras::request::supported_prefixes(rrq.gateway_protocols);
-                self.join_trunk(key, prefixes.iter().map(|p| alias_text(p).to_string()));
+                self.join_trunk(
+                    key,
+                    prefixes.iter().map(|p| alias_text(p.view()).to_string()),
+                );
             }
             // In place, its socket (or its place and connection) stays as it was.
             (false, true) if in_place.is_none() => self.await_connection(now, key, clan),
@@ -430,7 +436,7 @@ impl Gatekeeper {
                 aliases: registration
                     .aliases
                     .iter()
-                    .map(ToString::to_string)
+                    .map(|alias| alias.to_string())
                     .collect(),
                 region,
                 clan: registration.socket.map(|clan| self.clan_name(clan)),
@@ -457,7 +463,7 @@ impl Gatekeeper {
         let Some(registration) = self.registry.get(key) else {
             return;
         };
-        let Some(&address) = registration.call_signal_address.first() else {
+        let Some(&address) = registration.call_signal_address().first() else {
             return;
         };
         let endpoint_id = registry::endpoint_id_text(key);
@@ -615,7 +621,7 @@ impl Gatekeeper {
         }
         let callee = callee_key
             .and_then(|key| self.registry.get(key))
-            .and_then(|r| r.call_signal_address.first().copied());
+            .and_then(|r| r.call_signal_address().first().copied());
         if let Some(address) = callee {
             return Some(reply::admission_confirm(
                 seq,

@@ -4,8 +4,9 @@
 //! (`EP0000002A`), so a lightweight RRQ or URQ finds its registration without a text index,
 //! and a registration does not store its identifier: it is written from the key when a
 //! message or a view needs it ([`endpoint_id`]). A registration is kept small, since a
-//! gatekeeper holds 100,000 of them: its aliases in a boxed slice, its call signalling
-//! address inline when it has only one ([`CallSignalAddresses`]).
+//! gatekeeper holds 100,000 of them: its aliases packed into a few octets held inline
+//! ([`PackedAliases`]), its RAS and call signalling addresses as two ports when they are on
+//! its source's host ([`EndpointAddresses`]).
 //!
 //! An endpoint keeps its identifier: a full RRQ that carries one of ours takes it back when
 //! no other endpoint holds it (see `Gatekeeper::full_registration`), and
@@ -17,29 +18,29 @@ use std::hash::{BuildHasher, Hash};
 
 use foldhash::fast::RandomState;
 use std::net::SocketAddr;
-use std::ops::Deref;
 use std::time::Instant;
 
 use hashbrown::HashTable;
 
 use super::agls::Agl;
+pub use super::endpoint_addresses::{CallSignalAddresses, EndpointAddresses};
 use super::topology::ClanIdx;
 use crate::config::RegionId;
 use crate::ras::avaya::AvayaEndpoint;
 use crate::ras::reply::EndpointId;
-use crate::ras::{Alias, Utf16};
+use crate::ras::{Alias, AliasView, PackedAliases, Utf16};
 
 /// One registered endpoint.
 #[derive(Debug, Clone)]
 pub struct Registration {
     /// `terminalAlias`.
-    pub aliases: Box<[Alias]>,
+    pub aliases: PackedAliases,
     /// Where its RAS datagrams come from (replies go here).
     pub source: SocketAddr,
-    /// `rasAddress` of its RRQ (or the source when it gave none).
-    pub ras_address: SocketAddr,
-    /// `callSignalAddress` of its RRQ.
-    pub call_signal_address: CallSignalAddresses,
+    /// `rasAddress` of its RRQ (or the source when it gave none) and its
+    /// `callSignalAddress`: see [`Registration::ras_address`] and
+    /// [`Registration::call_signal_address`].
+    pub addresses: EndpointAddresses,
     /// `terminalType` has `gateway`.
     pub gateway: bool,
     /// Its RRQ's `nonStandardData` marks an Avaya endpoint: what it said of itself.
@@ -65,49 +66,15 @@ impl Registration {
     pub fn family(&self) -> crate::config::Family {
         crate::config::Family::of(self.source.ip())
     }
-}
 
-/// The `callSignalAddress` list of a registration: nearly always one address, held inline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CallSignalAddresses {
-    /// The one address.
-    One(SocketAddr),
-    /// None, or more than one.
-    Many(Box<[SocketAddr]>),
-}
-
-impl From<Vec<SocketAddr>> for CallSignalAddresses {
-    fn from(addresses: Vec<SocketAddr>) -> Self {
-        addresses.into_iter().collect()
+    /// `rasAddress` of its RRQ (or the source when it gave none).
+    pub fn ras_address(&self) -> SocketAddr {
+        self.addresses.ras_address(self.source)
     }
-}
 
-impl FromIterator<SocketAddr> for CallSignalAddresses {
-    /// One address is held inline without a vector on the way.
-    fn from_iter<I: IntoIterator<Item = SocketAddr>>(addresses: I) -> Self {
-        let mut addresses = addresses.into_iter();
-        let Some(first) = addresses.next() else {
-            return CallSignalAddresses::Many(Box::new([]));
-        };
-        match addresses.next() {
-            None => CallSignalAddresses::One(first),
-            Some(second) => {
-                let mut all = vec![first, second];
-                all.extend(addresses);
-                CallSignalAddresses::Many(all.into_boxed_slice())
-            }
-        }
-    }
-}
-
-impl Deref for CallSignalAddresses {
-    type Target = [SocketAddr];
-
-    fn deref(&self) -> &[SocketAddr] {
-        match self {
-            CallSignalAddresses::One(one) => std::slice::from_ref(one),
-            CallSignalAddresses::Many(many) => many,
-        }
+    /// `callSignalAddress` of its RRQ.
+    pub fn call_signal_address(&self) -> CallSignalAddresses {
+        self.addresses.call_signal_address(self.source)
     }
 }
 
@@ -157,8 +124,8 @@ impl<'a> Slots<'a> {
         self.registration(slot).source
     }
 
-    fn alias(self, (slot, at): (u32, u32)) -> &'a Alias {
-        &self.registration(slot).aliases[at as usize]
+    fn alias(self, (slot, at): (u32, u32)) -> Option<AliasView<'a>> {
+        self.registration(slot).aliases.get(at as usize)
     }
 }
 
@@ -310,9 +277,10 @@ impl Registry {
     /// The key of the registration holding this alias.
     pub fn by_alias(&self, alias: &Alias) -> Option<u64> {
         let slots = Slots(&self.slots);
+        let alias = alias.view();
         let found = self
             .by_alias
-            .find(self.hash(alias), |&entry| slots.alias(entry) == alias);
+            .find(self.hash(alias), |&entry| slots.alias(entry) == Some(alias));
         found.map(|&(slot, _)| slots.key(slot))
     }
 
@@ -359,7 +327,7 @@ impl Registry {
                 Some(holder) => *holder = (slot, at),
                 None => {
                     self.by_alias.insert_unique(hash, (slot, at), |&entry| {
-                        hasher.hash_one(slots.alias(entry))
+                        slots.alias(entry).map_or(0, |alias| hasher.hash_one(alias))
                     });
                 }
             }
@@ -384,8 +352,9 @@ impl Registry {
         }
         for alias in &registration.aliases {
             let hash = self.hasher.hash_one(alias);
-            let held_here =
-                |&(other, at): &(u32, u32)| other == slot && slots.alias((other, at)) == alias;
+            let held_here = |&(other, at): &(u32, u32)| {
+                other == slot && slots.alias((other, at)) == Some(alias)
+            };
             if let Ok(entry) = self.by_alias.find_entry(hash, held_here) {
                 entry.remove();
             }
@@ -457,10 +426,13 @@ mod tests {
     fn registration(source: &str, aliases: &[&str]) -> Registration {
         let source: SocketAddr = source.parse().unwrap();
         Registration {
-            aliases: aliases.iter().map(|a| Alias::h323_id(a).unwrap()).collect(),
+            aliases: PackedAliases::new(
+                aliases
+                    .iter()
+                    .map(|a| AliasView::H323Id(Alias::h323_id(a).map(|_| *a).unwrap())),
+            ),
             source,
-            ras_address: source,
-            call_signal_address: vec![source].into(),
+            addresses: EndpointAddresses::new(source, source, vec![source].into()),
             gateway: false,
             avaya: None,
             region: 1,
@@ -524,18 +496,5 @@ mod tests {
         assert_eq!(keys.len(), 501);
         assert_eq!(registry.with_socket_on(0).len(), 501);
         assert_eq!(registry.get(2_000).map(|r| r.ttl_s), Some(60));
-    }
-
-    #[test]
-    fn one_call_signal_address_is_held_inline() {
-        let one: SocketAddr = "127.0.0.1:1720".parse().unwrap();
-        let two: SocketAddr = "127.0.0.2:1720".parse().unwrap();
-        let single = CallSignalAddresses::from(vec![one]);
-        assert_eq!(single, CallSignalAddresses::One(one));
-        assert_eq!(&single[..], &[one]);
-        assert_eq!(&CallSignalAddresses::from(vec![one, two])[..], &[one, two]);
-        assert!(CallSignalAddresses::from(Vec::new()).is_empty());
-        let three: CallSignalAddresses = [one, two, one].into_iter().collect();
-        assert_eq!(&three[..], &[one, two, one]);
     }
 }

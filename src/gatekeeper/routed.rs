@@ -15,7 +15,7 @@
 //! Like the rest of the core it does no I/O: what it writes goes out as [`Command::Send`]
 //! (a whole TPKT frame) and [`Command::Close`], next to socket mode's own commands.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -341,8 +341,9 @@ impl Gatekeeper {
         let registration = self.registry.get(key);
         let source = registration.map(|r| r.source.ip());
         let signal = registration
+            .map(super::registry::Registration::call_signal_address)
             .into_iter()
-            .flat_map(|r| r.call_signal_address.iter().map(SocketAddr::ip));
+            .flat_map(|addresses| (0..addresses.len()).map(move |at| addresses[at].ip()));
         source.into_iter().chain(signal)
     }
 

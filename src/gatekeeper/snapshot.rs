@@ -165,8 +165,8 @@ impl Gatekeeper {
             .iter()
             .map(|(key, r)| RegistrationView {
                 endpoint_id: registry::endpoint_id_text(key),
-                aliases: r.aliases.iter().map(ToString::to_string).collect(),
-                ras_address: r.ras_address,
+                aliases: r.aliases.iter().map(|alias| alias.to_string()).collect(),
+                ras_address: r.ras_address(),
                 region: r.region,
                 clan: r.socket.map(name),
                 registered_via: name(r.registered_via),

@@ -30,7 +30,7 @@ use super::topology::ClanIdx;
 use super::{Gatekeeper, Reservation, StartError, Timer, Transmit, TTS_RETRY};
 use crate::config::{Config, RegionId};
 use crate::ras::avaya::AvayaEndpoint;
-use crate::ras::Alias;
+use crate::ras::{Alias, PackedAliases};
 
 /// The version of the state format this rasgk writes and reads.
 pub const STATE_VERSION: u32 = 1;
@@ -142,8 +142,8 @@ impl Gatekeeper {
                 key,
                 aliases: r.aliases.to_vec(),
                 source: r.source,
-                ras_address: r.ras_address,
-                call_signal_address: r.call_signal_address.to_vec(),
+                ras_address: r.ras_address(),
+                call_signal_address: r.call_signal_address().to_vec(),
                 gateway: r.gateway,
                 avaya: r.avaya,
                 prefixes: self
@@ -330,10 +330,13 @@ impl Gatekeeper {
         self.registry.insert(
             saved.key,
             Registration {
-                aliases: saved.aliases.clone().into_boxed_slice(),
+                aliases: PackedAliases::from(&saved.aliases[..]),
                 source: saved.source,
-                ras_address: saved.ras_address,
-                call_signal_address: saved.call_signal_address.clone().into(),
+                addresses: registry::EndpointAddresses::new(
+                    saved.source,
+                    saved.ras_address,
+                    saved.call_signal_address.clone().into(),
+                ),
                 gateway: saved.gateway,
                 avaya: saved.avaya,
                 region: saved.region,

@@ -189,13 +189,66 @@ impl Alias {
 
 impl fmt::Display for Alias {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.view().fmt(f)
+    }
+}
+
+/// An [`Alias`] borrowed: the same alternatives, the text not owned (as a registration's
+/// packed aliases hand them out, see [`PackedAliases`](super::PackedAliases)). Equal views
+/// are views of equal aliases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AliasView<'a> {
+    /// `dialledDigits`.
+    DialledDigits(&'a str),
+    /// `h323-ID`.
+    H323Id(&'a str),
+    /// `url-ID`.
+    UrlId(&'a str),
+    /// `email-ID`.
+    EmailId(&'a str),
+    /// `transportID`.
+    TransportId(SocketAddr),
+    /// An alternative rasgk keeps but does not interpret: its ASN.1 name.
+    Other(&'a str),
+}
+
+impl Alias {
+    /// The alias borrowed.
+    pub fn view(&self) -> AliasView<'_> {
         match self {
-            Alias::DialledDigits(digits) => f.write_str(digits),
-            Alias::H323Id(name) => write!(f, "h323-ID:{name}"),
-            Alias::UrlId(url) => write!(f, "url-ID:{url}"),
-            Alias::EmailId(email) => write!(f, "email-ID:{email}"),
-            Alias::TransportId(address) => write!(f, "transportID:{address}"),
-            Alias::Other(name) => write!(f, "{name}"),
+            Alias::DialledDigits(text) => AliasView::DialledDigits(text),
+            Alias::H323Id(text) => AliasView::H323Id(text),
+            Alias::UrlId(text) => AliasView::UrlId(text),
+            Alias::EmailId(text) => AliasView::EmailId(text),
+            Alias::TransportId(address) => AliasView::TransportId(*address),
+            Alias::Other(text) => AliasView::Other(text),
+        }
+    }
+}
+
+impl AliasView<'_> {
+    /// The alias owned.
+    pub fn to_alias(self) -> Alias {
+        match self {
+            AliasView::DialledDigits(text) => Alias::DialledDigits(text.to_string()),
+            AliasView::H323Id(text) => Alias::H323Id(text.to_string()),
+            AliasView::UrlId(text) => Alias::UrlId(text.to_string()),
+            AliasView::EmailId(text) => Alias::EmailId(text.to_string()),
+            AliasView::TransportId(address) => Alias::TransportId(address),
+            AliasView::Other(text) => Alias::Other(text.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for AliasView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AliasView::DialledDigits(digits) => f.write_str(digits),
+            AliasView::H323Id(name) => write!(f, "h323-ID:{name}"),
+            AliasView::UrlId(url) => write!(f, "url-ID:{url}"),
+            AliasView::EmailId(email) => write!(f, "email-ID:{email}"),
+            AliasView::TransportId(address) => write!(f, "transportID:{address}"),
+            AliasView::Other(name) => write!(f, "{name}"),
         }
     }
 }

@@ -245,7 +245,7 @@ mod tests {
                             gatekeeper_id: gatekeeper.octets(),
                             endpoint_id: &endpoint,
                             call_signal_address: &call_signal,
-                            aliases: &aliases,
+                            aliases: &crate::ras::PackedAliases::from(&aliases[..]),
                             time_to_live_s: ttl,
                             agl: agl.as_deref(),
                         },

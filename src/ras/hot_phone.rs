@@ -69,7 +69,7 @@ pub fn gatekeeper_request(
     if let Some(id) = gatekeeper_id {
         bmp(&mut w, id, 128)?;
     }
-    alias_list(&mut w, aliases)?;
+    alias_list(&mut w, aliases.iter().map(Alias::view))?;
     // supportsAltGK (7) NULL, supportsAssignedGK (10) FALSE.
     additions(&mut w, GRQ_ADDITIONS, 1 << 7 | 1 << 10);
     null_addition(&mut w)?;
@@ -98,7 +98,7 @@ pub fn registration_request(out: &mut Vec<u8>, rrq: &RrqParts<'_>) -> Option<()>
     w.unconstrained_length(1)?;
     transport_address(&mut w, rrq.ras_address)?;
     endpoint_type(&mut w, rrq.gateway);
-    alias_list(&mut w, rrq.aliases)?;
+    alias_list(&mut w, rrq.aliases.iter().map(Alias::view))?;
     if let Some(id) = rrq.gatekeeper_id {
         bmp(&mut w, id, 128)?;
     }

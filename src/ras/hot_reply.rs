@@ -18,7 +18,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use super::aper::Writer;
 use super::reply::AlternateGatekeeper;
-use super::Alias;
+use super::{AliasView, PackedAliases};
 
 /// Root alternatives of `RasMessage` (before its `...`).
 pub(super) const RAS_MESSAGE_ROOT: u64 = 26;
@@ -44,7 +44,7 @@ pub struct RcfParts<'a> {
     /// `callSignalAddress`.
     pub call_signal_address: &'a [SocketAddr],
     /// `terminalAlias`; left out when empty.
-    pub aliases: &'a [Alias],
+    pub aliases: &'a PackedAliases,
     /// `timeToLive`, seconds.
     pub time_to_live_s: Option<u32>,
     /// `alternateGatekeeper` as [`agl_octets`] wrote it; `None` for no AGL.
@@ -89,7 +89,7 @@ pub fn registration_confirm(out: &mut Vec<u8>, rcf: &RcfParts<'_>) -> Option<()>
     for &address in rcf.call_signal_address {
         transport_address(&mut w, address)?;
     }
-    alias_list(&mut w, rcf.aliases)?;
+    alias_list(&mut w, rcf.aliases.iter())?;
     bmp(&mut w, rcf.gatekeeper_id, 128)?;
     bmp(&mut w, rcf.endpoint_id, 128)?;
     // alternateGatekeeper (0), timeToLive (1), willRespondToIRR (5), maintainConnection (7).
@@ -166,12 +166,15 @@ pub(super) fn time_to_live(w: &mut Writer, seconds: u32) -> Option<()> {
 }
 
 /// `SEQUENCE OF AliasAddress` when there are aliases (absent when empty).
-pub(super) fn alias_list(w: &mut Writer, aliases: &[Alias]) -> Option<()> {
-    if aliases.is_empty() {
+pub(super) fn alias_list<'a>(
+    w: &mut Writer,
+    mut aliases: impl ExactSizeIterator<Item = AliasView<'a>>,
+) -> Option<()> {
+    if aliases.len() == 0 {
         return Some(());
     }
     w.unconstrained_length(aliases.len())?;
-    aliases.iter().try_for_each(|alias| alias_address(w, alias))
+    aliases.try_for_each(|alias| alias_address(w, alias))
 }
 
 /// `RequestSeqNum ::= INTEGER (1..65535)`; 0 is sent as 1, as [`reply`](super::reply) does.
@@ -219,9 +222,9 @@ pub(super) fn transport_address(w: &mut Writer, address: SocketAddr) -> Option<(
 
 /// `AliasAddress`: its root alternatives, `dialledDigits` and `h323-ID`, checked as
 /// [`Alias::to_asn`] checks them.
-pub(super) fn alias_address(w: &mut Writer, alias: &Alias) -> Option<()> {
+pub(super) fn alias_address(w: &mut Writer, alias: AliasView<'_>) -> Option<()> {
     match alias {
-        Alias::DialledDigits(digits) => {
+        AliasView::DialledDigits(digits) => {
             w.bit(false);
             w.constrained(0, 2)?;
             w.constrained_length(digits.len(), 1, 128)?;
@@ -231,7 +234,7 @@ pub(super) fn alias_address(w: &mut Writer, alias: &Alias) -> Option<()> {
                 w.bits(index as u64, 4);
             }
         }
-        Alias::H323Id(name) => {
+        AliasView::H323Id(name) => {
             w.bit(false);
             w.constrained(1, 2)?;
             let characters = name.chars().count();
@@ -255,6 +258,7 @@ mod tests {
 
     use super::super::hot_strategies::{address, agl, agl_entries, alias, generated, identifier};
     use super::super::reply::{self, EndpointId, GatekeeperId, Rcf};
+    use super::super::Alias;
     use super::*;
 
     proptest! {
@@ -292,7 +296,7 @@ mod tests {
                 gatekeeper_id: gatekeeper.octets(),
                 endpoint_id: &endpoint_octets,
                 call_signal_address: &call_signal,
-                aliases: &aliases,
+                aliases: &PackedAliases::from(&aliases[..]),
                 time_to_live_s: ttl,
                 agl: agl_octets.as_deref(),
             });

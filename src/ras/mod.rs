@@ -42,6 +42,7 @@ mod hot_request;
 pub(crate) mod hot_strategies;
 pub mod json;
 mod kind;
+mod packed_aliases;
 mod peek;
 pub mod reply;
 pub mod request;
@@ -56,7 +57,7 @@ pub mod asn {
 }
 
 pub(crate) use address::{bmp_text, utf16be_text};
-pub use address::{socket_addr, transport_address, Alias, AliasError};
+pub use address::{socket_addr, transport_address, Alias, AliasError, AliasView};
 pub use asn::RasMessage;
 pub(crate) use codec::ended_too_soon;
 pub use codec::{decode, encode, encode_into, read_request, DecodeError, EncodeError};
@@ -65,6 +66,7 @@ pub use hot_request::{
 };
 pub use json::to_json;
 pub use kind::{choice_name, kind, request_seq_num, MessageKind};
+pub use packed_aliases::PackedAliases;
 pub(crate) use peek::peek_kind;
 pub use peek::{peek_request_seq_num, request_seq_num_octet, set_request_seq_num};
 pub use shorten::shorten;

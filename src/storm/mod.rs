@@ -1118,7 +1118,7 @@ mod tests {
                             gatekeeper_id: gatekeeper.octets(),
                             endpoint_id: &endpoint,
                             call_signal_address: &[signal_address],
-                            aliases: &[],
+                            aliases: &crate::ras::PackedAliases::default(),
                             time_to_live_s: Some(300),
                             agl: None,
                         },
