@@ -379,9 +379,7 @@ mod tests {
     async fn a_phone_past_its_deadline_hears_what_came_by_then_and_waits_for_nothing_more() {
         let peer = UdpSocket::bind("127.0.73.1:0").await.unwrap();
         let ip = Ipv4Addr::new(127, 73, 2, 1);
-        let (router, mut lines) = Port::open(Family::V4)
-            .unwrap()
-            .lines([IpAddr::V4(ip)]);
+        let (router, mut lines) = Port::open(Family::V4).unwrap().lines([IpAddr::V4(ip)]);
         let routing = tokio::spawn(router.run());
         let line = &mut lines[0];
         let wait = Duration::from_secs(5);
@@ -389,7 +387,11 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         let by = super::super::wall_clock::wall_time();
         let heard = tokio::time::timeout(wait, line.recv_by(by)).await;
-        assert_eq!(heard.map(|d| d.is_none()), Ok(true), "no wait on a quiet socket");
+        assert_eq!(
+            heard.map(|d| d.is_none()),
+            Ok(true),
+            "no wait on a quiet socket"
+        );
         // Something sent before the deadline is heard, however late the phone asks.
         peer.send_to(b"answer", line.local_addr()).await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
