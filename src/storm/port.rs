@@ -171,7 +171,7 @@ impl Line {
     /// gatekeeper under retransmissions of its own making: seen as 46,000 retransmissions
     /// and twice the time for a 40,000-phone storm on a loaded machine.
     pub async fn recv_by(&mut self, by: Duration) -> Option<Delivery> {
-        let port = self.port.clone();
+        let port = &*self.port;
         loop {
             let emptied = port.emptied.notified();
             tokio::pin!(emptied);
