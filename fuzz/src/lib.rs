@@ -71,31 +71,51 @@ pub fn source(octet: u8) -> SocketAddr {
     ))
 }
 
-/// The steps of an input (a short last payload is taken as it is).
-pub fn parse(mut data: &[u8]) -> Vec<Step> {
-    let mut steps = Vec::new();
-    while let [source, local, advance, length, rest @ ..] = data {
+/// The frames of a script, as both targets' scripts (`handle`'s and the relay's) are
+/// written: three header octets, a length octet, then that many octets of payload (a short
+/// last payload is taken as it is).
+pub fn frames(mut data: &[u8]) -> Vec<([u8; 3], &[u8])> {
+    let mut frames = Vec::new();
+    while let [x, y, z, length, rest @ ..] = data {
         let length = usize::from(*length).min(rest.len());
-        steps.push(Step {
-            source: *source,
-            local: *local,
-            advance: *advance,
-            payload: rest[..length].to_vec(),
-        });
+        frames.push(([*x, *y, *z], &rest[..length]));
         data = &rest[length..];
     }
-    steps
+    frames
+}
+
+/// A script of `frames` (payloads longer than 255 octets are cut).
+pub fn write_frames<'a>(frames: impl IntoIterator<Item = ([u8; 3], &'a [u8])>) -> Vec<u8> {
+    let mut data = Vec::new();
+    for (header, payload) in frames {
+        let payload = &payload[..payload.len().min(255)];
+        data.extend(header);
+        data.push(payload.len() as u8);
+        data.extend_from_slice(payload);
+    }
+    data
+}
+
+/// The steps of an input (a short last payload is taken as it is).
+pub fn parse(data: &[u8]) -> Vec<Step> {
+    frames(data)
+        .into_iter()
+        .map(|([source, local, advance], payload)| Step {
+            source,
+            local,
+            advance,
+            payload: payload.to_vec(),
+        })
+        .collect()
 }
 
 /// The input of some steps (payloads longer than 255 octets are cut).
 pub fn write(steps: &[Step]) -> Vec<u8> {
-    let mut data = Vec::new();
-    for step in steps {
-        let payload = &step.payload[..step.payload.len().min(255)];
-        data.extend([step.source, step.local, step.advance, payload.len() as u8]);
-        data.extend_from_slice(payload);
-    }
-    data
+    write_frames(
+        steps
+            .iter()
+            .map(|s| ([s.source, s.local, s.advance], s.payload.as_slice())),
+    )
 }
 
 /// Runs a script against a fresh gatekeeper, checking the invariants after every step;

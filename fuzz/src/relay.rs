@@ -165,25 +165,20 @@ impl Step {
 }
 
 /// The steps of an input (a short last payload is taken as it is).
-pub fn parse(mut data: &[u8]) -> Vec<Step> {
-    let mut steps = Vec::new();
-    while let [op, a, b, length, rest @ ..] = data {
-        let length = usize::from(*length).min(rest.len());
-        steps.push(Step::with(*op, *a, *b, &rest[..length]));
-        data = &rest[length..];
-    }
-    steps
+pub fn parse(data: &[u8]) -> Vec<Step> {
+    crate::frames(data)
+        .into_iter()
+        .map(|([op, a, b], payload)| Step::with(op, a, b, payload))
+        .collect()
 }
 
 /// The input of some steps (payloads longer than 255 octets are cut).
 pub fn write(steps: &[Step]) -> Vec<u8> {
-    let mut data = Vec::new();
-    for step in steps {
-        let payload = &step.payload[..step.payload.len().min(255)];
-        data.extend([step.op, step.a, step.b, payload.len() as u8]);
-        data.extend_from_slice(payload);
-    }
-    data
+    crate::write_frames(
+        steps
+            .iter()
+            .map(|s| ([s.op, s.a, s.b], s.payload.as_slice())),
+    )
 }
 
 /// Runs a script against a fresh gatekeeper with its phones registered, checking the
