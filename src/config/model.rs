@@ -544,16 +544,26 @@ impl TtsRule {
 
 /// Glob match of an alias pattern: `*` any run of characters (also none), `?` one character.
 pub fn pattern_matches(pattern: &str, text: &str) -> bool {
+    // Aliases and patterns are nearly always ASCII (digits, names): matched octet by octet,
+    // with nothing allocated, as this runs for every rule and alias of every GRQ and RRQ.
+    if pattern.is_ascii() && text.is_ascii() {
+        return glob(pattern.as_bytes(), text.as_bytes(), b'*', b'?');
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
-    // Iterative glob with one backtrack point: linear in practice, never exponential.
+    glob(&p, &t, '*', '?')
+}
+
+/// Iterative glob with one backtrack point, over any alphabet: linear in practice, never
+/// exponential.
+fn glob<T: Copy + PartialEq>(p: &[T], t: &[T], any_run: T, any_one: T) -> bool {
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+        if pi < p.len() && (p[pi] == any_one || p[pi] == t[ti]) {
             pi += 1;
             ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
+        } else if pi < p.len() && p[pi] == any_run {
             star = Some((pi, ti));
             pi += 1;
         } else if let Some((sp, st)) = star {
@@ -564,7 +574,7 @@ pub fn pattern_matches(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p[pi..].iter().all(|&c| c == any_run)
 }
 
 #[cfg(test)]
@@ -581,5 +591,9 @@ mod tests {
         assert!(!pattern_matches("5?0*1", "5800"));
         assert!(pattern_matches("*room*", "boardroom-1"));
         assert!(!pattern_matches("", "x"));
+        // Beyond ASCII, `?` is one character, not one octet.
+        assert!(pattern_matches("Zü?ich*", "Zürich-5"));
+        assert!(pattern_matches("?", "ü"));
+        assert!(!pattern_matches("??", "ü"));
     }
 }
