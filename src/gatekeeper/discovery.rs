@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::topology::ClanIdx;
-use super::{policy, Gatekeeper, Reply, Reservation, Timer};
+use super::{policy, Gatekeeper, Reply, Reservation};
 use crate::config::Family;
 use crate::ras::reply::{self, GrjReason};
 use crate::ras::Discovery;
@@ -131,6 +131,5 @@ impl Gatekeeper {
                 made: now,
             },
         );
-        self.arm(expires, Timer::Reservation(source));
     }
 }

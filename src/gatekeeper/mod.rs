@@ -229,7 +229,6 @@ struct PendingUrq {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
-    Reservation(SocketAddr),
     Urq(SocketAddr, u16),
 }
 
@@ -872,7 +871,7 @@ impl Gatekeeper {
 
     /// Deadlines held: one per registration, reservation and unanswered URQ.
     fn deadlines(&self) -> usize {
-        self.timers.len() + self.registry.len()
+        self.timers.len() + self.reservations.len() + self.registry.len()
     }
 
     /// How much state the core holds now.
@@ -901,6 +900,7 @@ impl Gatekeeper {
         let timers = self.timers.first().map(|&(at, _)| at);
         [
             timers,
+            self.reservations.next_expiry(),
             self.expiries.next(),
             self.retransmits.next_expiry(),
             self.tts_retry_at,
@@ -919,6 +919,12 @@ impl Gatekeeper {
     pub fn handle_timeout(&mut self, now: Instant) -> Vec<Transmit> {
         let mut out = Vec::new();
         self.retransmits.expire(now);
+        // Reservations run out apart from the other timers (see `reservations`); nothing
+        // below makes one.
+        while let Some((_, reservation)) = self.reservations.pop_due(now) {
+            self.loads.release(reservation.clan);
+            self.stats.reservations_expired += 1;
+        }
         loop {
             // The soonest due deadline of either kind; a registration's first when both fall
             // on one instant.
@@ -943,15 +949,6 @@ impl Gatekeeper {
             };
             self.timers.pop_first();
             match timer {
-                Timer::Reservation(source) => {
-                    if let Some(r) = self.reservations.get(&source).copied() {
-                        if r.expires == at {
-                            self.reservations.remove(&source);
-                            self.loads.release(r.clan);
-                            self.stats.reservations_expired += 1;
-                        }
-                    }
-                }
                 Timer::Urq(to, seq) => {
                     if let Some(pending) = self.pending_urqs.get_mut(&(to, seq)) {
                         if pending.next == at {
@@ -1031,7 +1028,6 @@ impl Gatekeeper {
     /// Drops the reservation of a RAS source, if any.
     fn release_reservation(&mut self, source: SocketAddr) -> Option<ClanIdx> {
         let reservation = self.reservations.remove(&source)?;
-        self.disarm(reservation.expires, Timer::Reservation(source));
         self.loads.release(reservation.clan);
         Some(reservation.clan)
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::events::{Ending, Event};
 use super::registry::{self, CallSignalAddresses, EndpointAddresses, Registration};
-use super::{policy, Gatekeeper, Reply, Timer, TTS_RETRY};
+use super::{policy, Gatekeeper, Reply, TTS_RETRY};
 use crate::calls::{Member, NoRoute};
 use crate::config::{Family, NodeIdx};
 use crate::ras::asn::{
@@ -376,7 +376,6 @@ impl Gatekeeper {
         } else {
             if reservation == Some(clan) {
                 if let Some(used) = self.reservations.remove(&from) {
-                    self.disarm(used.expires, Timer::Reservation(from));
                     self.stats.registration_latency.observe(now - used.made);
                 }
                 self.loads.reservation_to_socket(clan);

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::registry::{self, Registration};
 use super::topology::ClanIdx;
-use super::{Gatekeeper, Reservation, StartError, Timer, Transmit, TTS_RETRY};
+use super::{Gatekeeper, Reservation, StartError, Transmit, TTS_RETRY};
 use crate::config::{Config, RegionId};
 use crate::ras::avaya::AvayaEndpoint;
 use crate::ras::{Alias, PackedAliases};
@@ -263,7 +263,6 @@ impl Gatekeeper {
                     made: now,
                 },
             );
-            self.arm(expires, Timer::Reservation(saved.source));
             restored.reservations += 1;
         }
         // Sockets on C-LANs the configuration puts out of service: as if taken out now.
