@@ -55,8 +55,11 @@ type Classes = BTreeMap<u8, BTreeSet<(u32, ClanIdx)>>;
 pub struct Loads {
     clans: Vec<ClanLoad>,
     /// Per region and address family, per priority class: available C-LANs as (load,
-    /// index). A dual-stack C-LAN stands under both families.
-    available: HashMap<(RegionId, Family), Classes>,
+    /// index). A dual-stack C-LAN stands under both families. A class or region left with
+    /// no C-LAN keeps its empty set: every GCF moves a C-LAN's load twice (a reservation
+    /// released, one made), and freeing and allocating the set each time showed in
+    /// `rasgk bench`. The keys are the configuration's, so a fixed hasher will do.
+    available: HashMap<(RegionId, Family), Classes, foldhash::fast::FixedState>,
     /// The `warn_sockets` thresholds and the warnings standing (none until
     /// [`Loads::set_warnings`]).
     warnings: Warnings,
@@ -110,9 +113,9 @@ impl Loads {
     /// that family.
     pub fn best_in_region(&self, region: RegionId, family: Family) -> Option<(u8, u32, ClanIdx)> {
         let classes = self.available.get(&(region, family))?;
-        let (&priority, set) = classes.iter().next()?;
-        let &(load, idx) = set.iter().next()?;
-        Some((priority, load, idx))
+        classes
+            .iter()
+            .find_map(|(&priority, set)| set.first().map(|&(load, idx)| (priority, load, idx)))
     }
 
     fn key(&self, idx: ClanIdx) -> (RegionId, u8, (u32, ClanIdx)) {
@@ -129,17 +132,12 @@ impl Loads {
     fn unindex(&mut self, idx: ClanIdx) {
         let (region, priority, entry) = self.key(idx);
         for family in self.families(idx) {
-            let key = (region, family);
-            if let Some(classes) = self.available.get_mut(&key) {
-                if let Some(set) = classes.get_mut(&priority) {
-                    set.remove(&entry);
-                    if set.is_empty() {
-                        classes.remove(&priority);
-                    }
-                }
-                if classes.is_empty() {
-                    self.available.remove(&key);
-                }
+            if let Some(set) = self
+                .available
+                .get_mut(&(region, family))
+                .and_then(|classes| classes.get_mut(&priority))
+            {
+                set.remove(&entry);
             }
         }
     }

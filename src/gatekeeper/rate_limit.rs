@@ -30,7 +30,9 @@ pub struct RateLimit {
     rate: Option<f64>,
     burst: f64,
     max_sources: usize,
-    buckets: HashMap<IpAddr, Bucket>,
+    /// Looked up for every datagram, keyed by whatever a peer sends from: foldhash,
+    /// seeded per process (SipHash cost as much as the rest of the check).
+    buckets: HashMap<IpAddr, Bucket, foldhash::fast::RandomState>,
     /// Every key of `buckets` once, in the order the sweep visits them.
     order: VecDeque<IpAddr>,
     /// Sources forgotten to make room for new ones.
@@ -44,7 +46,7 @@ impl RateLimit {
             rate: limits.rate_per_source.map(f64::from),
             burst: f64::from(limits.burst_per_source.max(1)),
             max_sources: limits.max_sources.max(1),
-            buckets: HashMap::new(),
+            buckets: HashMap::default(),
             order: VecDeque::new(),
             forgotten: 0,
         }

@@ -3,6 +3,8 @@
 //! belong to each tier, in configuration order (the arrays an AGL is cut from, docs/rules.md §6.1).
 
 use std::collections::{BTreeSet, HashMap};
+
+use foldhash::fast::FixedState;
 use std::net::SocketAddr;
 
 use crate::config::{Config, LinkKind, RegionId};
@@ -54,10 +56,11 @@ pub struct Topology {
     pub clan_region: Vec<RegionId>,
     /// Priority of each C-LAN (1 is best).
     pub clan_priority: Vec<u8>,
-    /// C-LAN of each RAS address.
-    pub clan_at: HashMap<SocketAddr, ClanIdx>,
-    /// Tiers of every defined region, by region id.
-    tiers: HashMap<RegionId, Tiers>,
+    /// C-LAN of each RAS address (read for every RRQ; the keys are the configuration's, so
+    /// a fixed hasher will do).
+    pub clan_at: HashMap<SocketAddr, ClanIdx, FixedState>,
+    /// Tiers of every defined region, by region id (read for every GRQ).
+    tiers: HashMap<RegionId, Tiers, FixedState>,
 }
 
 impl Topology {
@@ -72,7 +75,7 @@ impl Topology {
             .enumerate()
             .flat_map(|(idx, clan)| clan.ras_addresses().map(move |address| (address, idx)))
             .collect();
-        let mut tiers = HashMap::new();
+        let mut tiers = HashMap::default();
         for region in &config.regions {
             tiers.insert(region.id, Self::tiers_of(config, region.id, &clan_region));
         }
