@@ -445,12 +445,29 @@ impl Gatekeeper {
         from: SocketAddr,
         datagram: &[u8],
     ) -> Vec<Transmit> {
+        let mut out = Vec::new();
+        self.handle_into(now, local, from, datagram, &mut out);
+        out
+    }
+
+    /// [`handle`](Gatekeeper::handle), adding the datagrams to send to `out`: the server
+    /// answers a batch of requests into one vector, kept from batch to batch, rather than
+    /// allocating one a request.
+    pub fn handle_into(
+        &mut self,
+        now: Instant,
+        local: SocketAddr,
+        from: SocketAddr,
+        datagram: &[u8],
+        out: &mut Vec<Transmit>,
+    ) {
         if !self.rate_limit.admit(now, from.ip()) {
             self.stats.rate_limited += 1;
-            return Vec::new();
+            return;
         }
         if datagram.len() > MAX_DATAGRAM {
-            return self.malformed(local, from, datagram, BadDatagram::Oversized);
+            out.extend(self.malformed(local, from, datagram, BadDatagram::Oversized));
+            return;
         }
         // Fast path: a retransmission is answered from the cache without decoding it, so a
         // storm of retransmissions costs a hash and a lookup each.
@@ -464,7 +481,8 @@ impl Gatekeeper {
                 let key = (local, from, seq);
                 if let Some(replies) = self.cached(now, key, fingerprint, datagram.len()) {
                     self.stats.received[kind as usize] += 1;
-                    return replies;
+                    out.extend(replies);
+                    return;
                 }
                 checked = Some(fingerprint);
             }
@@ -474,7 +492,8 @@ impl Gatekeeper {
             Ok(request) => request,
             Err(error) => {
                 tracing::debug!(peer = %from, %error, "undecodable datagram");
-                return self.malformed(local, from, datagram, BadDatagram::of(&error));
+                out.extend(self.malformed(local, from, datagram, BadDatagram::of(&error)));
+                return;
             }
         };
         let incoming = match &request {
@@ -483,9 +502,8 @@ impl Gatekeeper {
             Request::FullRegistration(rrq) => Incoming::FullRegistration(rrq),
             Request::Message(message) => Incoming::Message(message),
         };
-        let out = self.respond(now, local, from, incoming, datagram, checked);
+        self.respond(now, (local, from), (incoming, datagram), checked, out);
         self.notice_loads(now);
-        out
     }
 
     /// A datagram that is no RAS message: counted by kind, answered with XRS when its
@@ -519,7 +537,9 @@ impl Gatekeeper {
         message: &RasMessage,
         datagram: &[u8],
     ) -> Vec<Transmit> {
-        let out = self.respond(now, local, from, Incoming::Message(message), datagram, None);
+        let mut out = Vec::new();
+        let incoming = Incoming::Message(message);
+        self.respond(now, (local, from), (incoming, datagram), None, &mut out);
         self.notice_loads(now);
         out
     }
@@ -561,17 +581,17 @@ impl Gatekeeper {
             || self.registry.by_source(to).is_some()
     }
 
-    /// Answers a decoded message. `checked` is the fingerprint of a request whose cache
-    /// lookup [`handle`](Gatekeeper::handle) already made (and missed).
+    /// Answers a decoded message, adding the reply to `out`. `checked` is the fingerprint of
+    /// a request whose cache lookup [`handle`](Gatekeeper::handle) already made (and
+    /// missed).
     fn respond(
         &mut self,
         now: Instant,
-        local: SocketAddr,
-        from: SocketAddr,
-        incoming: Incoming<'_>,
-        datagram: &[u8],
+        (local, from): (SocketAddr, SocketAddr),
+        (incoming, datagram): (Incoming<'_>, &[u8]),
         checked: Option<u64>,
-    ) -> Vec<Transmit> {
+        out: &mut Vec<Transmit>,
+    ) {
         let (kind, seq) = match incoming {
             Incoming::Grq(discovery) => (MessageKind::Grq, discovery.seq),
             Incoming::KeepAlive(keep_alive) => (MessageKind::Rrq, keep_alive.seq),
@@ -583,7 +603,7 @@ impl Gatekeeper {
         self.stats.received[kind as usize] += 1;
         if !kind.is_request() {
             self.handle_response(from, kind, seq);
-            return Vec::new();
+            return;
         }
         let fingerprint = match checked {
             Some(fingerprint) => fingerprint,
@@ -591,7 +611,8 @@ impl Gatekeeper {
                 let fingerprint = retransmit::fingerprint(datagram);
                 let key = (local, from, seq);
                 if let Some(replies) = self.cached(now, key, fingerprint, datagram.len()) {
-                    return replies;
+                    out.extend(replies);
+                    return;
                 }
                 fingerprint
             }
@@ -619,13 +640,13 @@ impl Gatekeeper {
             }
         };
         let Some(reply) = reply else {
-            return Vec::new();
+            return;
         };
         let reply_from = self.reply_from(local);
         let transmit = self.reply(reply_from, from, datagram.len(), reply);
         self.retransmits
             .store(now, (local, from, seq), fingerprint, transmit.as_ref());
-        transmit.into_iter().collect()
+        out.extend(transmit);
     }
 
     /// The reply to a decoded request message.

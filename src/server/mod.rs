@@ -278,7 +278,9 @@ impl Server {
         let mut sockets = sockets;
         let mut readers = readers;
         let mut batch = batch::Batch::default();
-        send_all(&sockets, &mut batch, pending).await;
+        // A batch's replies, the vector kept from batch to batch.
+        let mut replies = Vec::new();
+        send_all(&sockets, &mut batch, &mut { pending }).await;
         let mut persister = state_file.map(state_file::Persister::new);
         let mut state_tick = tokio::time::interval(
             persister
@@ -323,22 +325,22 @@ impl Server {
                     watch(&mut gatekeeper, &events);
                     commanded |= serve_ready(
                         &mut gatekeeper,
-                        &readers,
-                        &sockets,
+                        (&readers, &sockets),
                         &mut batch,
+                        &mut replies,
                         &mut connections,
                     )
                     .await;
                 }
                 () = timer => {
                     watch(&mut gatekeeper, &events);
-                    let out = gatekeeper.handle_timeout(Instant::now());
-                    send_all(&sockets, &mut batch, out).await;
+                    let mut out = gatekeeper.handle_timeout(Instant::now());
+                    send_all(&sockets, &mut batch, &mut out).await;
                 }
                 Some(query) = queries.recv() => {
                     watch(&mut gatekeeper, &events);
-                    let out = answer(&mut gatekeeper, query);
-                    send_all(&sockets, &mut batch, out).await;
+                    let mut out = answer(&mut gatekeeper, query);
+                    send_all(&sockets, &mut batch, &mut out).await;
                 }
                 Some(event) = socket_events.recv(), if signalling_on => {
                     watch(&mut gatekeeper, &events);
@@ -481,13 +483,13 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
 
 /// Sends datagrams, each from the socket of its local address: runs of the same local
 /// address in one batch ([`batch::send`]), and what that could not send one by one,
-/// waiting for room and logging what fails.
+/// waiting for room and logging what fails. `out` is left empty.
 async fn send_all(
     sockets: &HashMap<SocketAddr, Arc<UdpSocket>>,
     batch: &mut batch::Batch,
-    mut out: Vec<Transmit>,
+    out: &mut Vec<Transmit>,
 ) {
-    for transmit in &mut out {
+    for transmit in out.iter_mut() {
         // An IPv4 phone of a dual-stack IPv6 socket is addressed as ::ffff:a.b.c.d.
         if let (SocketAddr::V6(_), SocketAddr::V4(to)) = (transmit.local, transmit.to) {
             let mapped = std::net::IpAddr::V6(to.ip().to_ipv6_mapped());
@@ -505,7 +507,11 @@ async fn send_all(
         };
         batch.send_all(socket, group).await;
     }
+    out.clear();
 }
+
+/// A RAS socket to read, with the local address its datagrams are reported at.
+type Reader = (SocketAddr, Arc<UdpSocket>);
 
 /// Completes when any RAS socket has a datagram waiting (or a receive error to report).
 fn any_readable(readers: &[(SocketAddr, Arc<UdpSocket>)]) -> impl Future<Output = ()> + '_ {
@@ -530,9 +536,9 @@ fn any_readable(readers: &[(SocketAddr, Arc<UdpSocket>)]) -> impl Future<Output 
 /// RCF. Whether connection tasks were given work.
 async fn serve_ready(
     gatekeeper: &mut Gatekeeper,
-    readers: &[(SocketAddr, Arc<UdpSocket>)],
-    sockets: &HashMap<SocketAddr, Arc<UdpSocket>>,
+    (readers, sockets): (&[Reader], &HashMap<SocketAddr, Arc<UdpSocket>>),
     batch: &mut batch::Batch,
+    out: &mut Vec<Transmit>,
     connections: &mut signalling::Connections,
 ) -> bool {
     let mut commanded = false;
@@ -554,12 +560,11 @@ async fn serve_ready(
             continue;
         }
         let now = Instant::now();
-        let mut out = Vec::new();
         for (datagram, from) in batch.datagrams() {
             // A dual-stack IPv6 socket reports IPv4 phones as ::ffff:a.b.c.d; the core
             // (network map, registrations) sees them as the IPv4 addresses they are.
             let from = SocketAddr::new(from.ip().to_canonical(), from.port());
-            out.extend(gatekeeper.handle(now, *local, from, datagram));
+            gatekeeper.handle_into(now, *local, from, datagram, out);
         }
         send_all(sockets, batch, out).await;
         commanded |= connections.execute(gatekeeper);

@@ -111,7 +111,10 @@ pub(super) async fn reload(path: &Path, gatekeeper: &mut Gatekeeper, server: Soc
         server.sockets.insert(address, socket.clone());
         server.readers.push((address, socket));
     }
-    send_all(server.sockets, &mut Batch::default(), reloaded.transmits).await;
+    send_all(server.sockets, &mut Batch::default(), &mut {
+        reloaded.transmits
+    })
+    .await;
     let unused: Vec<SocketAddr> = server
         .sockets
         .keys()
