@@ -21,7 +21,9 @@ pub type Agl = Arc<[ClanIdx]>;
 /// The distinct AGLs in use.
 #[derive(Debug, Default, Clone)]
 pub struct Agls {
-    lists: HashSet<Agl>,
+    /// The lists, looked up by content for every full RRQ: C-LAN indices of the
+    /// configuration, so a fixed foldhash will do.
+    lists: HashSet<Agl, foldhash::fast::FixedState>,
     /// Encodings of lists (`SEQUENCE OF AlternateGK`), by the address of the list, which
     /// is kept beside its encoding (so that the address is not used again while the entry
     /// lives). Addresses come from the allocator, not from what peers send.

@@ -47,24 +47,30 @@ pub fn build_agl(
     family: Family,
     rng: &mut impl Rng,
 ) -> Vec<ClanIdx> {
-    let mut agl = Vec::new();
+    let mut agl = Vec::with_capacity(quotas.max);
     let group_quotas = [quotas.home, quotas.direct, quotas.indirect];
     for (clans, quota) in tiers.group_clans.iter().zip(group_quotas) {
         let room = quotas.max.saturating_sub(agl.len()).min(quota);
         if room == 0 {
             continue;
         }
-        let eligible: Vec<ClanIdx> = clans
-            .iter()
-            .copied()
-            .filter(|&idx| loads.get(idx).available() && loads.get(idx).serves(family))
-            .collect();
-        if eligible.is_empty() {
+        // The group's eligible C-LANs, read twice rather than collected: this runs for
+        // every full RRQ.
+        let eligible = || {
+            clans
+                .iter()
+                .copied()
+                .filter(|&idx| loads.get(idx).available() && loads.get(idx).serves(family))
+        };
+        let count = eligible().count();
+        if count == 0 {
             continue;
         }
-        let start = rng.random_range(0..eligible.len());
-        let take = room.min(eligible.len());
-        agl.extend((0..take).map(|i| eligible[(start + i) % eligible.len()]));
+        // `take` of them in order, from `start` on, wrapping around.
+        let start = rng.random_range(0..count);
+        let take = room.min(count);
+        agl.extend(eligible().skip(start).take(take));
+        agl.extend(eligible().take((start + take).saturating_sub(count)));
     }
     agl
 }
