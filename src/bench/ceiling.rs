@@ -101,8 +101,27 @@ async fn echo(socket: UdpSocket, mut stopped: tokio::sync::oneshot::Receiver<()>
 /// echo's from 127.1.60.0, the runtime echo's from 127.1.100.0, rasgk's from 127.1.180.0.
 pub const MAX_CONCURRENCY: usize = 250 * 40;
 
-/// Slices of each side per workload.
-pub const ROUNDS: u32 = 8;
+/// Slices of each side per workload. Pairs of slices vary by ±15 % on a shared 2-core
+/// machine (where the scheduler puts three busy threads); their median moved by ±0.04
+/// from run to run with 8 of them, so there are 16, half a second each at the default
+/// `--seconds`.
+pub const ROUNDS: u32 = 16;
+
+/// Warm-up before each slice is counted: the other side's last answers drain, this side's
+/// loop fills.
+const WARM_UP: Duration = Duration::from_millis(50);
+
+/// Time before the first slice, for every phone to bind (and rasgk's to register).
+const START: Duration = Duration::from_millis(300);
+
+/// Sides of [`ceilings`]: the bare echo, the runtime echo and rasgk.
+pub const SIDES: usize = 3;
+
+/// How long measuring `sides` sides for `seconds` each takes, in seconds (for progress).
+pub fn duration(sides: usize, seconds: f64) -> f64 {
+    let sides = sides as f64;
+    START.as_secs_f64() + sides * (seconds + f64::from(ROUNDS) * WARM_UP.as_secs_f64())
+}
 
 /// Ends the phones (no side has this number).
 const STOP: u8 = u8::MAX;
@@ -323,8 +342,7 @@ async fn measure_turns(args: &CeilingArgs, workload: Workload, sides: &[Side]) -
             ));
         }
     }
-    // Time for every phone to bind (and rasgk's to register).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(START).await;
     let slice = Duration::from_secs_f64(args.seconds / f64::from(ROUNDS));
     let mut totals = vec![(0u64, 0.0f64); sides.len()];
     let mut rounds = Vec::new();
@@ -333,8 +351,7 @@ async fn measure_turns(args: &CeilingArgs, workload: Workload, sides: &[Side]) -
         for i in 0..sides.len() {
             let number = i as u8 + 1;
             let _ = turn.send(number);
-            // Warm-up: the other side's last answers drain, this side's loop fills.
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(WARM_UP).await;
             let before = done[i].load(Ordering::Relaxed);
             counting.store(number, Ordering::Relaxed);
             let started = Instant::now();
@@ -410,7 +427,7 @@ pub async fn ceilings(
     let config = bench_config();
     let discovery = config.gatekeeper.discovery;
     let gatekeeper = super::Serving::start(config, "the bench's gatekeeper").await?;
-    let sides = [
+    let sides: [Side; SIDES] = [
         Side {
             target: bare_address,
             ipv6: false,

@@ -54,9 +54,9 @@ pub struct BenchArgs {
     /// 10,000).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub concurrency: usize,
-    /// Seconds of echo-ceiling measurement per workload and side, in 8 alternating slices
+    /// Seconds of echo-ceiling measurement per workload and side, in 16 alternating slices
     /// (after a 0.3 s start and 50 ms of warm-up a slice).
-    #[arg(long, value_name = "S", default_value_t = 4.0)]
+    #[arg(long, value_name = "S", default_value_t = 8.0)]
     pub seconds: f64,
     /// Phones in the registration storm (0: no storm).
     #[arg(long, value_name = "N", default_value_t = 40_000)]
@@ -734,13 +734,13 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
         eprintln!(
             "rasgk bench: {} against the echo ceiling ({:.1} s)",
             workload.name(),
-            2.0 * args.seconds + 0.3 + 0.1 * f64::from(ceiling::ROUNDS)
+            ceiling::duration(ceiling::SIDES, args.seconds)
         );
     })
     .await?;
     eprintln!(
         "rasgk bench: GRQ over IPv6 against over IPv4 ({:.1} s)",
-        2.0 * args.seconds + 0.3 + 0.1 * f64::from(ceiling::ROUNDS)
+        ceiling::duration(2, args.seconds)
     );
     let families = Some(ceiling::grq_families(&ceiling_args).await?);
     let storm = if args.storm_phones > 0 {
