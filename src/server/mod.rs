@@ -109,7 +109,7 @@ pub struct Server {
     gatekeeper: Gatekeeper,
     /// Every RAS socket by its local address (discovery first, then C-LANs); replies leave
     /// from the socket of the address the request arrived at.
-    sockets: HashMap<SocketAddr, Arc<UdpSocket>>,
+    sockets: Sockets,
     /// Sockets to read, with the local address a datagram is reported at (the multicast
     /// socket reports the group).
     readers: Vec<(SocketAddr, Arc<UdpSocket>)>,
@@ -139,7 +139,7 @@ impl Server {
             );
             config.gatekeeper.seed = Some(seed);
         }
-        let mut sockets = HashMap::new();
+        let mut sockets = Sockets::default();
         let mut readers = Vec::new();
         let mut roles = vec![(config.gatekeeper.discovery, "discovery".to_string())];
         roles.extend(
@@ -484,11 +484,7 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
 /// Sends datagrams, each from the socket of its local address: runs of the same local
 /// address in one batch ([`batch::send`]), and what that could not send one by one,
 /// waiting for room and logging what fails. `out` is left empty.
-async fn send_all(
-    sockets: &HashMap<SocketAddr, Arc<UdpSocket>>,
-    batch: &mut batch::Batch,
-    out: &mut Vec<Transmit>,
-) {
+async fn send_all(sockets: &Sockets, batch: &mut batch::Batch, out: &mut Vec<Transmit>) {
     for transmit in out.iter_mut() {
         // An IPv4 phone of a dual-stack IPv6 socket is addressed as ::ffff:a.b.c.d.
         if let (SocketAddr::V6(_), SocketAddr::V4(to)) = (transmit.local, transmit.to) {
@@ -509,6 +505,10 @@ async fn send_all(
     }
     out.clear();
 }
+
+/// Every RAS socket by its local address: looked up for every batch of replies, with the
+/// configuration's addresses as keys, so a fixed foldhash rather than SipHash.
+pub(crate) type Sockets = HashMap<SocketAddr, Arc<UdpSocket>, foldhash::fast::FixedState>;
 
 /// A RAS socket to read, with the local address its datagrams are reported at.
 type Reader = (SocketAddr, Arc<UdpSocket>);
@@ -536,7 +536,7 @@ fn any_readable(readers: &[(SocketAddr, Arc<UdpSocket>)]) -> impl Future<Output 
 /// RCF. Whether connection tasks were given work.
 async fn serve_ready(
     gatekeeper: &mut Gatekeeper,
-    (readers, sockets): (&[Reader], &HashMap<SocketAddr, Arc<UdpSocket>>),
+    (readers, sockets): (&[Reader], &Sockets),
     batch: &mut batch::Batch,
     out: &mut Vec<Transmit>,
     connections: &mut signalling::Connections,

@@ -9,7 +9,6 @@
 //! says so (and keeps the running `sockets` mode). `[limits]` apply at once, in the core and
 //! here: the longest TPKT frame and the keep-alive of connections opened from now on.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -25,7 +24,7 @@ use crate::gatekeeper::Gatekeeper;
 /// What a reload touches in the server.
 pub(super) struct Sockets<'a> {
     /// Every RAS socket by local address.
-    pub sockets: &'a mut HashMap<SocketAddr, Arc<UdpSocket>>,
+    pub sockets: &'a mut super::Sockets,
     /// The sockets the state task reads, with the local address each reports.
     pub readers: &'a mut Vec<(SocketAddr, Arc<UdpSocket>)>,
 }
