@@ -39,6 +39,15 @@ pub(super) struct Reservations {
     next_serial: u64,
 }
 
+/// Whether a place in the queue is its source's reservation still (not replaced or taken
+/// away since).
+fn is_live(
+    by_source: &HashMap<SocketAddr, (Reservation, u64), foldhash::fast::RandomState>,
+    (_, source, serial): (Instant, SocketAddr, u64),
+) -> bool {
+    by_source.get(&source).is_some_and(|r| r.1 == serial)
+}
+
 impl Reservations {
     /// The reservation of a source.
     pub fn get(&self, source: &SocketAddr) -> Option<&Reservation> {
@@ -67,9 +76,7 @@ impl Reservations {
         }
         if self.queue.len() > 2 * self.by_source.len() + SLACK {
             let by_source = &self.by_source;
-            self.queue.retain(|&(_, source, serial)| {
-                by_source.get(&source).is_some_and(|r| r.1 == serial)
-            });
+            self.queue.retain(|&place| is_live(by_source, place));
         }
         self.settle();
     }
@@ -83,8 +90,8 @@ impl Reservations {
 
     /// Drops dead places from the front, so that the front is the next to run out.
     fn settle(&mut self) {
-        while let Some(&(_, source, serial)) = self.queue.front() {
-            if self.by_source.get(&source).is_some_and(|r| r.1 == serial) {
+        while let Some(&place) = self.queue.front() {
+            if is_live(&self.by_source, place) {
                 break;
             }
             self.queue.pop_front();

@@ -95,6 +95,15 @@ fn may_be(slot: u64, hash: u64) -> bool {
     (slot ^ hash) & !SERIAL == 0
 }
 
+/// Whether index slot `slot` is `key`'s (hashing to `hash`), in a queue whose front has
+/// serial `first`: its hash bits agree, its entry is still queued and has that key. The
+/// entry is read only when the bits agree.
+fn holds(queue: &VecDeque<Entry>, first: u64, slot: u64, hash: u64, key: &Compact) -> bool {
+    may_be(slot, hash)
+        && serial_of(slot) >= first
+        && queue[(serial_of(slot) - first) as usize].key() == *key
+}
+
 /// A key with its local address as a number in `locals`: what the index hashes.
 type Compact = (u32, SocketAddr, u16);
 
@@ -205,9 +214,7 @@ impl RetransmitCache {
     fn newest(&self, hash: u64, key: &Compact) -> Option<u64> {
         self.index
             .find(hash, |&slot| {
-                may_be(slot, hash)
-                    && serial_of(slot) >= self.first
-                    && self.entry(serial_of(slot)).key() == *key
+                holds(&self.queue, self.first, slot, hash, key)
             })
             .map(|&slot| serial_of(slot))
     }
@@ -261,11 +268,7 @@ impl RetransmitCache {
         let (first, queue, hasher) = (self.first, &mut self.queue, &self.hasher);
         let slot = self.index.entry(
             hash,
-            |&s| {
-                may_be(s, hash)
-                    && serial_of(s) >= first
-                    && queue[(serial_of(s) - first) as usize].key() == key
-            },
+            |&s| holds(queue, first, s, hash, &key),
             |&s| hasher.hash_one(queue[(serial_of(s) - first) as usize].key()),
         );
         match slot {
