@@ -390,6 +390,24 @@ impl Phone {
     pub fn keep_alive(&mut self) -> Option<Vec<u8>> {
         let seq = self.next_seq();
         let endpoint_id = self.endpoint_id.as_ref()?;
+        // Hand-written where it can be (no token to add), the generated codec otherwise.
+        if self.password.is_none() {
+            let mut octets = Vec::with_capacity(128);
+            let written = hot_phone::keep_alive(
+                &mut octets,
+                &hot_phone::KeepAliveParts {
+                    request_seq_num: seq,
+                    call_signal_address: self.call_signal_address,
+                    ras_address: self.ras_address,
+                    endpoint_id: &endpoint_id.utf16be(),
+                    gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
+                    time_to_live_s: None,
+                },
+            );
+            if written.is_some() {
+                return Some(octets);
+            }
+        }
         let mut rrq = request::keep_alive(
             seq,
             self.call_signal_address,

@@ -1,6 +1,6 @@
-//! Hand-written ALIGNED PER encoders for the requests a storm phone starts with — GRQ and
-//! full RRQ — in the shapes [`request`](super::request) builds them, written straight from
-//! the phone's values.
+//! Hand-written ALIGNED PER encoders for the requests a storm phone sends most — GRQ, full
+//! RRQ and keep-alive RRQ — in the shapes [`request`](super::request) builds them, written
+//! straight from the phone's values.
 //!
 //! In a registration storm the phones share the machine with the gatekeeper, and building a
 //! `RasMessage` for the generated codec (alias vectors, vendor octets, a BMPString of the
@@ -120,6 +120,66 @@ pub fn registration_request(out: &mut Vec<u8>, rrq: &RrqParts<'_>) -> Option<()>
     Some(())
 }
 
+/// What a lightweight RRQ (keep-alive) says, as [`keep_alive`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct KeepAliveParts<'a> {
+    /// Its `requestSeqNum`.
+    pub request_seq_num: u16,
+    /// `callSignalAddress` (one).
+    pub call_signal_address: SocketAddr,
+    /// `rasAddress` (one).
+    pub ras_address: SocketAddr,
+    /// `endpointIdentifier` as UTF-16BE octets.
+    pub endpoint_id: &'a [u8],
+    /// `gatekeeperIdentifier` as UTF-16BE octets.
+    pub gatekeeper_id: Option<&'a [u8]>,
+    /// Requested `timeToLive`, seconds.
+    pub time_to_live_s: Option<u32>,
+}
+
+/// Writes a keep-alive RRQ into `out` (cleared first), as
+/// [`request::keep_alive`](super::request::keep_alive) builds it. A phone keeps its
+/// registration alive with one every time-to-live, so a bench or a storm of keep-alives
+/// sends as many of these as of anything.
+pub fn keep_alive(out: &mut Vec<u8>, rrq: &KeepAliveParts<'_>) -> Option<()> {
+    let mut w = Writer::over(out);
+    w.bit(false);
+    w.constrained(3, RAS_MESSAGE_ROOT)?;
+    // Extended; nonStandardData, terminalAlias (a keep-alive has none), gatekeeperIdentifier.
+    w.bit(true);
+    w.bit(false);
+    w.bit(false);
+    w.bit(rrq.gatekeeper_id.is_some());
+    sequence_number(&mut w, rrq.request_seq_num)?;
+    protocol_identifier(&mut w)?;
+    // discoveryComplete, then one callSignalAddress and one rasAddress.
+    w.bit(true);
+    w.unconstrained_length(1)?;
+    transport_address(&mut w, rrq.call_signal_address)?;
+    w.unconstrained_length(1)?;
+    transport_address(&mut w, rrq.ras_address)?;
+    endpoint_type(&mut w, false);
+    if let Some(id) = rrq.gatekeeper_id {
+        bmp(&mut w, id, 128)?;
+    }
+    vendor(&mut w)?;
+    // timeToLive (1), keepAlive (5) TRUE, endpointIdentifier (6), willSupplyUUIEs (7) FALSE,
+    // maintainConnection (8) FALSE, supportsAssignedGK (23) FALSE.
+    let present =
+        u64::from(rrq.time_to_live_s.is_some()) << 1 | 1 << 5 | 1 << 6 | 1 << 7 | 1 << 8 | 1 << 23;
+    additions(&mut w, RRQ_ADDITIONS, present);
+    if let Some(ttl) = rrq.time_to_live_s {
+        time_to_live(&mut w, ttl)?;
+    }
+    boolean_addition(&mut w, true)?;
+    w.open_type(|w| bmp(w, rrq.endpoint_id, 128))?;
+    for _ in 0..3 {
+        boolean_addition(&mut w, false)?;
+    }
+    w.finish_into(out);
+    Some(())
+}
+
 /// `EndpointType` with only `terminal` or only `gateway` (no protocols), each empty.
 fn endpoint_type(w: &mut Writer, gateway: bool) {
     // Not extended; nonStandardData, vendor, gatekeeper, gateway, mcu, terminal.
@@ -159,7 +219,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::super::hot_strategies::{address, alias, generated, identifier};
-    use super::super::reply::GatekeeperId;
+    use super::super::reply::{EndpointId, GatekeeperId};
     use super::super::request;
     use super::*;
 
@@ -228,6 +288,30 @@ mod tests {
             if written.is_some() {
                 prop_assert_eq!(hot, generated(&message));
             }
+        }
+
+        #[test]
+        fn keep_alive_is_the_generated_codecs_octet_for_octet(
+            seq in 0u16..,
+            ras in address(),
+            call in address(),
+            endpoint in identifier().prop_filter_map("an identifier", |id| EndpointId::new(&id).ok()),
+            gatekeeper in gatekeeper(),
+            ttl in proptest::option::of(0u32..),
+        ) {
+            let message = request::keep_alive(seq, call, ras, &endpoint, gatekeeper.as_ref(), ttl);
+            let mut hot = vec![0xEE; 3];
+            let endpoint_id = endpoint.utf16be();
+            let written = keep_alive(&mut hot, &KeepAliveParts {
+                request_seq_num: seq,
+                call_signal_address: call,
+                ras_address: ras,
+                endpoint_id: &endpoint_id,
+                gatekeeper_id: gatekeeper.as_ref().map(GatekeeperId::octets),
+                time_to_live_s: ttl,
+            });
+            prop_assert!(written.is_some());
+            prop_assert_eq!(hot, generated(&message));
         }
     }
 }

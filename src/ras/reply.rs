@@ -58,6 +58,11 @@ impl EndpointId {
         super::address::bmp_text(&self.0 .0)
     }
 
+    /// The identifier as UTF-16BE octets (as the hand-written encoders take it).
+    pub fn utf16be(&self) -> Vec<u8> {
+        self.0 .0.to_bytes()
+    }
+
     pub(crate) fn asn(&self) -> asn::EndpointIdentifier {
         self.0.clone()
     }
