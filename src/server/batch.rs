@@ -22,6 +22,10 @@ pub const SLOTS: usize = 64;
 /// arrives long enough for the core to count it as oversized.
 const SLOT: usize = MAX_DATAGRAM + 1;
 
+/// The room for a source address `recvmmsg` is given in each header.
+#[cfg(target_os = "linux")]
+const NAME_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+
 /// Buffers for batches of datagrams in and out, set up once: the system-call structures
 /// point into the buffers beside them, which live on the heap and never grow, so moving a
 /// `Batch` moves none of them.
@@ -101,6 +105,9 @@ impl Kernel {
         } = &mut kernel;
         link(in_headers, in_iovecs, in_names);
         link(out_headers, out_iovecs, out_names);
+        for header in in_headers.iter_mut() {
+            header.msg_hdr.msg_namelen = NAME_LEN;
+        }
         kernel
     }
 }
@@ -133,12 +140,14 @@ impl Batch {
     #[cfg(target_os = "linux")]
     pub fn receive(&mut self, socket: &UdpSocket) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
-        self.datagrams.clear();
         let kernel = &mut self.kernel;
-        for header in &mut kernel.in_headers {
-            // The kernel wrote the last call's lengths here.
-            header.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as u32;
+        // The kernel wrote the last call's address lengths into the headers it filled, and
+        // only those: the rest still hold the whole size. (Resetting all 64 wrote 4 KB a
+        // call, more than the one or two datagrams a call often reads.)
+        for header in &mut kernel.in_headers[..self.datagrams.len()] {
+            header.msg_hdr.msg_namelen = NAME_LEN;
         }
+        self.datagrams.clear();
         let count = socket.try_io(Interest::READABLE, || {
             // SAFETY: every header points at its own iovec over its own slot of `octets`
             // and at its own sockaddr_storage, all owned by this `Batch` (see `Kernel::over`).
