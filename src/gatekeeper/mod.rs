@@ -506,6 +506,16 @@ impl Gatekeeper {
         self.notice_loads(now);
     }
 
+    /// Asks the processor to fetch the memory [`handle`](Gatekeeper::handle) reads first for
+    /// `datagram` (its line of the retransmission cache's index, a cache miss otherwise):
+    /// the server calls this for a whole batch before answering it, so the batch waits for
+    /// memory once rather than once a request. Changes nothing.
+    pub fn prefetch(&self, local: SocketAddr, from: SocketAddr, datagram: &[u8]) {
+        if let Some(seq) = ras::peek_request_seq_num(datagram) {
+            self.retransmits.prefetch((local, from, seq));
+        }
+    }
+
     /// A datagram that is no RAS message: counted by kind, answered with XRS when its
     /// sequence number can be read (an oversized one is not read at all).
     fn malformed(

@@ -595,6 +595,11 @@ async fn serve_socket(
     // A dual-stack IPv6 socket reports IPv4 phones as ::ffff:a.b.c.d; the core (network map,
     // registrations) sees them as the IPv4 addresses they are.
     let canonical = |from: SocketAddr| SocketAddr::new(from.ip().to_canonical(), from.port());
+    // The batch's retransmission-cache lines are fetched together, then each is there when
+    // its request is answered.
+    for (datagram, from) in batch.datagrams() {
+        gatekeeper.prefetch(*local, canonical(from), datagram);
+    }
     let now = Instant::now();
     for (datagram, from) in batch.datagrams() {
         gatekeeper.handle_into(now, *local, canonical(from), datagram, out);

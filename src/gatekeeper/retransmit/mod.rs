@@ -6,20 +6,13 @@
 //! chunks, so storing one allocates nothing.
 //!
 //! Entries sit in one queue in the order they were stored, which is also the order they
-//! expire and are evicted in, so both ends are touched in sequence. The index beside it holds
-//! only serial numbers (8 octets a slot): a gatekeeper answering 150,000 requests a second
-//! keeps its 200,000 entries, and each request's lookup and store probe a table of a few MB
-//! rather than one of 30 MB, where every probe was a cache miss. An entry that leaves the
-//! queue leaves its serial behind in the index, which no lookup matches any more (it is below
-//! the queue's first); such serials are swept out in one pass when the index would otherwise
-//! grow, so a request costs one probe of the index, not a second one for the entry it evicts.
-//!
-//! A slot of the index is one word: the entry's serial in its low 40 bits and the top 24
-//! bits of its key's hash above them. A probe that meets another key's slot with the same
-//! 7-bit tag (one probe in ten, at the index's load) then tells it apart by those bits
-//! rather than by reading the entry, a cache miss in a queue of 19 MB: `perf annotate`
-//! showed that read as a fifth of a lookup's time. Serials run out after 2^40 stores
-//! (85 days at 150,000 a second); the cache then starts over empty.
+//! expire and are evicted in, so both ends are touched in sequence. The index beside it
+//! ([`index`]) holds only serial numbers, a word each, in buckets of one cache line: a
+//! gatekeeper answering 150,000 requests a second keeps its 200,000 entries, and each
+//! request's lookup and store read one line of a table of 4 MB rather than an entry of a
+//! queue of 19 MB. An entry that leaves the queue frees its slot by leaving: a slot whose
+//! serial is below the queue's first is free. Serials run out after 2^40 stores (85 days at
+//! 150,000 a second); the cache then starts over empty.
 //!
 //! An entry is kept to 96 octets: the local addresses (the gatekeeper's own few) are held
 //! once in a table and named in entries by number, the time is nanoseconds since the cache's
@@ -34,9 +27,12 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hashbrown::HashTable;
 
 use super::Transmit;
+
+mod index;
+
+use index::{Index, SERIAL};
 
 /// How long a reply is kept for retransmissions.
 pub const HOLD: Duration = Duration::from_secs(10);
@@ -74,36 +70,6 @@ impl Entry {
 /// (local address, source, sequence number).
 type Key = (SocketAddr, SocketAddr, u16);
 
-/// Bits of an index slot that hold the serial; the hash's top bits fill the rest.
-const SERIAL_BITS: u32 = 40;
-
-/// The serial part of an index slot.
-const SERIAL: u64 = (1 << SERIAL_BITS) - 1;
-
-/// The index slot of serial `serial` for a key hashing to `hash`.
-fn slot_of(serial: u64, hash: u64) -> u64 {
-    (hash & !SERIAL) | serial
-}
-
-/// The serial an index slot holds.
-fn serial_of(slot: u64) -> u64 {
-    slot & SERIAL
-}
-
-/// Could the slot be of a key hashing to `hash` (its top bits agree)?
-fn may_be(slot: u64, hash: u64) -> bool {
-    (slot ^ hash) & !SERIAL == 0
-}
-
-/// Whether index slot `slot` is `key`'s (hashing to `hash`), in a queue whose front has
-/// serial `first`: its hash bits agree, its entry is still queued and has that key. The
-/// entry is read only when the bits agree.
-fn holds(queue: &VecDeque<Entry>, first: u64, slot: u64, hash: u64, key: &Compact) -> bool {
-    may_be(slot, hash)
-        && serial_of(slot) >= first
-        && queue[(serial_of(slot) - first) as usize].key() == *key
-}
-
 /// A key with its local address as a number in `locals`: what the index hashes.
 type Compact = (u32, SocketAddr, u16);
 
@@ -112,13 +78,11 @@ pub struct RetransmitCache {
     /// foldhash, seeded per process: keys are hashed twice a request, where SipHash cost
     /// more than the rest of the cache's work.
     hasher: foldhash::fast::RandomState,
-    /// The serial of each key's newest entry, and serials of entries that have left the
-    /// queue (below `first`) until the next sweep; with the top bits of the key's hash
-    /// ([`slot_of`]).
-    index: HashTable<u64>,
+    /// The serial of each key's newest entry.
+    index: Index,
     /// Entries in the order they were stored: the one of serial `s` is at `s - first`.
     queue: VecDeque<Entry>,
-    /// Serial of the queue's front.
+    /// Serial of the queue's front (the first is 1).
     first: u64,
     /// Entries in the queue that are not stale: replies held.
     live: usize,
@@ -156,9 +120,9 @@ impl RetransmitCache {
     pub fn new(max: usize) -> RetransmitCache {
         RetransmitCache {
             hasher: foldhash::fast::RandomState::default(),
-            index: HashTable::new(),
+            index: Index::with_room(0),
             queue: VecDeque::new(),
-            first: 0,
+            first: 1,
             live: 0,
             max: max.max(1),
             locals: Vec::new(),
@@ -212,11 +176,24 @@ impl RetransmitCache {
 
     /// The serial of `key`'s newest entry.
     fn newest(&self, hash: u64, key: &Compact) -> Option<u64> {
+        let (first, queue) = (self.first, &self.queue);
+        self.index.find(hash, first, |serial| {
+            queue[(serial - first) as usize].key() == *key
+        })
+    }
+
+    /// Asks the processor to fetch the memory a [`lookup`](RetransmitCache::lookup) of
+    /// `key` reads, so that a batch of requests waits for it once rather than once each.
+    pub fn prefetch(&self, key: Key) {
+        let number = match self.last {
+            Some((last, number)) if last == key.0 => number,
+            _ => match self.numbers.get(&key.0) {
+                Some(&number) => number,
+                None => return,
+            },
+        };
         self.index
-            .find(hash, |&slot| {
-                holds(&self.queue, self.first, slot, hash, key)
-            })
-            .map(|&slot| serial_of(slot))
+            .prefetch(self.hasher.hash_one((number, key.1, key.2)));
     }
 
     /// The reply to an earlier identical request (none when it got none), if it is still
@@ -250,39 +227,32 @@ impl RetransmitCache {
             // Serials have run out (after 2^40 stores): start over empty, the replies
             // held counted as evicted.
             self.evicted += self.live as u64;
-            self.index.clear();
+            self.index = Index::with_room(0);
             self.queue.clear();
-            (self.first, self.live) = (0, 0);
+            (self.first, self.live) = (1, 0);
         }
-        if self.index.len() == self.index.capacity() {
-            // About to grow: sweep out the serials of entries gone first, so that growing
-            // (which rehashes every serial from its entry) meets only entries still queued.
-            let first = self.first;
-            self.index.retain(|&mut slot| serial_of(slot) >= first);
+        if self.live >= self.index.room() {
+            self.rebuild(2 * self.index.room());
+        } else if self.index.worn() {
+            self.rebuild(self.index.room());
         }
         let stored = self.since_epoch(now);
         let key = (self.number_or_new(key.0), key.1, key.2);
         let reply_local = reply.map_or(key.0, |t| self.number_or_new(t.local));
         let hash = self.hasher.hash_one(key);
         let serial = self.first + self.queue.len() as u64;
-        let (first, queue, hasher) = (self.first, &mut self.queue, &self.hasher);
-        let slot = self.index.entry(
-            hash,
-            |&s| holds(queue, first, s, hash, &key),
-            |&s| hasher.hash_one(queue[(serial_of(s) - first) as usize].key()),
-        );
-        match slot {
-            hashbrown::hash_table::Entry::Occupied(mut slot) => {
+        let (first, queue) = (self.first, &mut self.queue);
+        let older = self.index.put(hash, first, serial, |s| {
+            queue[(s - first) as usize].key() == key
+        });
+        match older {
+            Some(older) => {
                 // The older entry stays in the queue as a stale slot, its reply let go.
-                let older = &mut queue[(serial_of(*slot.get()) - first) as usize];
+                let older = &mut queue[(older - first) as usize];
                 older.reply = None;
                 older.stale = true;
-                *slot.get_mut() = slot_of(serial, hash);
             }
-            hashbrown::hash_table::Entry::Vacant(slot) => {
-                slot.insert(slot_of(serial, hash));
-                self.live += 1;
-            }
+            None => self.live += 1,
         }
         self.queue.push_back(Entry {
             stored,
@@ -294,6 +264,17 @@ impl RetransmitCache {
             seq: key.2,
             stale: false,
         });
+    }
+
+    /// A new index with room for `keys` keys, holding every live entry's serial.
+    fn rebuild(&mut self, keys: usize) {
+        let (first, hasher) = (self.first, &self.hasher);
+        let live = (first..).zip(&self.queue).filter(|(_, entry)| !entry.stale);
+        self.index = Index::rebuilt(
+            keys,
+            first,
+            live.map(|(serial, entry)| (serial, hasher.hash_one(entry.key()))),
+        );
     }
 
     /// A new bound (`[limits] max_cached_replies` changed by a reload): at most `max` entries
@@ -308,7 +289,7 @@ impl RetransmitCache {
     }
 
     /// Drops the oldest queue slot: `true` when it still held a reply. Its serial stays in
-    /// the index, matched by nothing, until the next sweep.
+    /// the index, where it marks its slot free.
     fn pop_oldest(&mut self) -> bool {
         let Some(entry) = self.queue.pop_front() else {
             return false;
@@ -338,15 +319,11 @@ impl RetransmitCache {
             self.pop_oldest();
             expired = true;
         }
-        // Twice the room it is shrunk to: a hash table's capacity after shrink_to(n) can be
-        // up to 7/4 n (its buckets are a power of two), and a threshold below that would
-        // shrink it again, a pass over every bucket, at every expiry.
-        if expired && self.index.capacity() > 2 * KEPT_ROOM.max(4 * self.live) {
-            let (first, queue, hasher) = (self.first, &self.queue, &self.hasher);
-            self.index.retain(|&mut slot| serial_of(slot) >= first);
-            self.index.shrink_to(KEPT_ROOM.max(2 * self.live), |&s| {
-                hasher.hash_one(queue[(serial_of(s) - first) as usize].key())
-            });
+        // Twice the room it is shrunk to: the index's room after a rebuild for n keys can be
+        // up to 2n (its buckets are a power of two), and a threshold below that would
+        // rebuild it again at every expiry.
+        if expired && self.index.room() > 2 * KEPT_ROOM.max(4 * self.live) {
+            self.rebuild(KEPT_ROOM.max(2 * self.live));
         }
         if expired && self.queue.capacity() > KEPT_ROOM.max(4 * self.queue.len()) {
             self.queue.shrink_to(KEPT_ROOM.max(2 * self.queue.len()));
@@ -502,7 +479,7 @@ mod tests {
     }
 
     #[test]
-    fn serials_left_behind_are_swept_before_the_index_grows() {
+    fn entries_that_leave_the_queue_leave_their_room_in_the_index() {
         let mut cache = RetransmitCache::new(1000);
         let now = Instant::now();
         let local: SocketAddr = "127.0.0.1:1719".parse().unwrap();
@@ -513,9 +490,9 @@ mod tests {
         assert_eq!(cache.len(), 1000);
         assert_eq!(cache.evicted, 199_000);
         assert!(
-            cache.index.capacity() <= 4 * 1000,
-            "{} slots for 1,000 replies",
-            cache.index.capacity()
+            cache.index.room() <= 4 * 1000,
+            "room for {} keys for 1,000 replies",
+            cache.index.room()
         );
     }
 
@@ -531,7 +508,7 @@ mod tests {
         assert!(cache.lookup((local, from(2), 1), 8).is_some());
         // The third store would be serial 2^40: the cache starts over with it alone.
         cache.store(now, (local, from(3), 1), 9, None);
-        assert_eq!((cache.first, cache.len(), cache.evicted), (0, 1, 2));
+        assert_eq!((cache.first, cache.len(), cache.evicted), (1, 1, 2));
         assert!(cache.lookup((local, from(2), 1), 8).is_none());
         assert!(cache.lookup((local, from(3), 1), 9).is_some());
     }
@@ -560,14 +537,10 @@ mod tests {
             let from = SocketAddr::from(([127, 1, 0, 1], port));
             cache.store(now, (local, from, 1), 0, None);
         }
-        assert!(cache.index.capacity() >= 50_000);
+        assert!(cache.index.room() >= 50_000);
         cache.expire(now + HOLD);
         assert!(cache.is_empty());
-        assert!(
-            cache.index.capacity() < 2 * KEPT_ROOM,
-            "{}",
-            cache.index.capacity()
-        );
+        assert!(cache.index.room() < 2 * KEPT_ROOM, "{}", cache.index.room());
         assert!(
             cache.queue.capacity() < 2 * KEPT_ROOM,
             "{}",
