@@ -2,21 +2,24 @@
 //! cache's queue.
 //!
 //! Open addressing in buckets of one cache line, eight one-word slots each. A request's
-//! lookup — nearly always of a key that is not there — reads the one line its key hashes to,
-//! where a general hash table read two (its control bytes, then its slots), each a cache miss
-//! at 200,000 entries: `perf annotate` showed those two loads as nine tenths of a lookup. The
-//! line's address depends on the key's hash alone, so the server fetches a whole batch's
-//! lines ([`Index::prefetch`]) before it answers the first request of the batch.
+//! lookup — nearly always of a key that is not there — reads the one line its key starts
+//! at, where a general hash table read two (its control bytes, then its slots), each a
+//! cache miss at 200,000 entries: `perf annotate` showed those two loads as nine tenths of a
+//! lookup. The line's address depends on the key alone, so the server fetches a whole
+//! batch's lines ([`Index::prefetch`]) before it answers the first request of the batch.
 //!
-//! A slot holds a serial in its low 40 bits and the top 24 bits of its key's hash above them
-//! ([`slot_of`]): a probe tells most other keys apart without reading their entries. A slot
+//! A key's [`Place`] is where its search starts and a tag (the cache takes both from the
+//! key's hash): a slot holds a serial in its low 40 bits and the top 24 bits of the tag
+//! above them ([`slot_of`]), so a probe tells most other keys apart without reading their
+//! entries. A slot
 //! whose serial is below the queue's first has left the queue and is free, so an entry that
 //! is evicted or expires costs the index nothing; serials start at 1, so a zeroed slot is
-//! free too. A key goes to the first bucket from its own with a free slot; a bucket passed
-//! over full is marked, and a lookup goes on past marked buckets only. The index is rebuilt
+//! free too. A key goes to the first bucket of its search with a free slot (its own, then
+//! steps its tag chooses); a bucket passed over full is marked, and a lookup goes on past
+//! marked buckets only. The index is rebuilt
 //! from the queue when it grows, shrinks, or has too many marks.
 
-/// Bits of a slot that hold the serial; the hash's top bits fill the rest.
+/// Bits of a slot that hold the serial; the tag's top bits fill the rest.
 pub(super) const SERIAL_BITS: u32 = 40;
 
 /// The serial part of a slot.
@@ -29,9 +32,17 @@ const SLOTS: usize = 8;
 /// (and passed over) about one insertion in fifty.
 const LOAD: usize = 4;
 
-/// The slot of serial `serial` for a key hashing to `hash`.
-fn slot_of(serial: u64, hash: u64) -> u64 {
-    (hash & !SERIAL) | serial
+/// Where a key is looked for: the bucket its search starts at (modulo the buckets), and
+/// the tag its slot carries (its top 24 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Place {
+    pub start: u64,
+    pub tag: u64,
+}
+
+/// The slot of serial `serial` for a key tagged `tag`.
+fn slot_of(serial: u64, tag: u64) -> u64 {
+    (tag & !SERIAL) | serial
 }
 
 /// The serial a slot holds.
@@ -39,9 +50,9 @@ fn serial_of(slot: u64) -> u64 {
     slot & SERIAL
 }
 
-/// Could the slot be of a key hashing to `hash` (its top bits agree)?
-fn may_be(slot: u64, hash: u64) -> bool {
-    (slot ^ hash) & !SERIAL == 0
+/// Could the slot be of a key tagged `tag` (their top bits agree)?
+fn may_be(slot: u64, tag: u64) -> bool {
+    (slot ^ tag) & !SERIAL == 0
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -75,15 +86,30 @@ impl Index {
         self.buckets.len() * LOAD
     }
 
+    /// Buckets marked passed over.
+    #[cfg(test)]
+    pub(super) fn marks(&self) -> usize {
+        self.marks
+    }
+
     /// Too many buckets are marked passed over (lookups of absent keys read two lines too
     /// often): time to rebuild it.
     pub(super) fn worn(&self) -> bool {
         self.marks > self.buckets.len() / 8
     }
 
-    /// The bucket a key hashing to `hash` starts at.
-    fn home(&self, hash: u64) -> usize {
-        hash as usize & (self.buckets.len() - 1)
+    /// The bucket a key's search starts at.
+    fn home(&self, place: Place) -> usize {
+        place.start as usize & (self.buckets.len() - 1)
+    }
+
+    /// The bucket after `bucket` in the search for a key at `place`: a step its tag chooses
+    /// (odd, so the search meets every bucket). Not simply the next bucket: keys that
+    /// crowd one bucket would crowd its neighbours too, and each search that went on would
+    /// meet them all.
+    fn next(&self, bucket: usize, place: Place) -> usize {
+        let step = (place.tag >> SERIAL_BITS) as usize | 1;
+        bucket.wrapping_add(step) & (self.buckets.len() - 1)
     }
 
     fn is_passed(&self, bucket: usize) -> bool {
@@ -97,98 +123,97 @@ impl Index {
         }
     }
 
-    /// Asks the processor to bring the line a lookup of a key hashing to `hash` reads.
-    pub(super) fn prefetch(&self, hash: u64) {
+    /// Asks the processor to bring the line a lookup of a key at `place` reads.
+    pub(super) fn prefetch(&self, place: Place) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let bucket: *const Bucket = &self.buckets[self.home(hash)];
+            let bucket: *const Bucket = &self.buckets[self.home(place)];
             // SAFETY: every x86_64 processor has SSE, and a prefetch only hints: it reads
             // nothing into the program (and the address is a bucket's, in bounds anyway).
             unsafe { _mm_prefetch::<_MM_HINT_T0>(bucket.cast()) };
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = hash;
+        let _ = place;
     }
 
-    /// The (bucket, slot) holding the live serial of the key hashing to `hash` for which
-    /// `is_key` says yes, in a queue whose front has serial `first`.
+    /// The (bucket, slot) holding the live serial of the key at `place` for which `is_key`
+    /// says yes, in a queue whose front has serial `first`.
     fn position(
         &self,
-        hash: u64,
+        place: Place,
         first: u64,
         mut is_key: impl FnMut(u64) -> bool,
     ) -> Option<(usize, usize)> {
-        let mut bucket = self.home(hash);
+        let mut bucket = self.home(place);
         for _ in 0..self.buckets.len() {
             for (i, &slot) in self.buckets[bucket].0.iter().enumerate() {
-                if may_be(slot, hash) && serial_of(slot) >= first && is_key(serial_of(slot)) {
+                if may_be(slot, place.tag) && serial_of(slot) >= first && is_key(serial_of(slot)) {
                     return Some((bucket, i));
                 }
             }
             if !self.is_passed(bucket) {
                 return None;
             }
-            bucket = (bucket + 1) & (self.buckets.len() - 1);
+            bucket = self.next(bucket, place);
         }
         None
     }
 
-    /// The live serial of the key hashing to `hash` for which `is_key` says yes.
+    /// The live serial of the key at `place` for which `is_key` says yes.
     pub(super) fn find(
         &self,
-        hash: u64,
+        place: Place,
         first: u64,
         is_key: impl FnMut(u64) -> bool,
     ) -> Option<u64> {
-        self.position(hash, first, is_key)
+        self.position(place, first, is_key)
             .map(|(bucket, i)| serial_of(self.buckets[bucket].0[i]))
     }
 
-    /// Makes `serial` the key's newest (the key hashing to `hash`, recognised by `is_key`);
+    /// Makes `serial` the key's newest (the key at `place`, recognised by `is_key`);
     /// the serial it replaces, if the key had one. There must be room (see [`room`](Index::room)).
     pub(super) fn put(
         &mut self,
-        hash: u64,
+        place: Place,
         first: u64,
         serial: u64,
         is_key: impl FnMut(u64) -> bool,
     ) -> Option<u64> {
-        if let Some((bucket, i)) = self.position(hash, first, is_key) {
+        if let Some((bucket, i)) = self.position(place, first, is_key) {
             let older = serial_of(self.buckets[bucket].0[i]);
-            self.buckets[bucket].0[i] = slot_of(serial, hash);
+            self.buckets[bucket].0[i] = slot_of(serial, place.tag);
             return Some(older);
         }
-        self.insert(hash, first, serial);
+        self.insert(place, first, serial);
         None
     }
 
-    /// Puts the serial of a key it does not hold into the first free slot from the key's
-    /// bucket on.
-    fn insert(&mut self, hash: u64, first: u64, serial: u64) {
-        let mut bucket = self.home(hash);
+    /// Puts the serial of a key it does not hold into the first free slot of its search.
+    fn insert(&mut self, place: Place, first: u64, serial: u64) {
+        let mut bucket = self.home(place);
         for _ in 0..self.buckets.len() {
             let slots = &mut self.buckets[bucket].0;
             if let Some(free) = slots.iter_mut().find(|slot| serial_of(**slot) < first) {
-                *free = slot_of(serial, hash);
+                *free = slot_of(serial, place.tag);
                 return;
             }
             self.mark_passed(bucket);
-            bucket = (bucket + 1) & (self.buckets.len() - 1);
+            bucket = self.next(bucket, place);
         }
         unreachable!("the index is never more than half full");
     }
 
-    /// An index with room for `keys` keys holding `entries` (serial, key's hash), whose keys
-    /// are all different, in a queue whose front has serial `first`.
+    /// An index with room for `keys` keys holding `entries` (serial, key's place), whose
+    /// keys are all different, in a queue whose front has serial `first`.
     pub(super) fn rebuilt(
         keys: usize,
         first: u64,
-        entries: impl Iterator<Item = (u64, u64)>,
+        entries: impl Iterator<Item = (u64, Place)>,
     ) -> Index {
         let mut index = Index::with_room(keys);
-        for (serial, hash) in entries {
-            index.insert(hash, first, serial);
+        for (serial, place) in entries {
+            index.insert(place, first, serial);
         }
         index
     }
@@ -209,7 +234,10 @@ mod tests {
         fn a_crowded_index_answers_as_a_map(
             steps in proptest::collection::vec((0..40u64, 0..3u8), 1..400),
         ) {
-            let hash = |key: u64| (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) & !0xF) | (key % 2);
+            let place = |key: u64| Place {
+                start: key % 2,
+                tag: key.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            };
             let mut index = Index::with_room(64);
             // Each serial's key; the queue's front.
             let mut keys: Vec<u64> = vec![u64::MAX];
@@ -219,7 +247,7 @@ mod tests {
                 match action {
                     0 => {
                         let serial = keys.len() as u64;
-                        let older = index.put(hash(key), first, serial, |s| keys[s as usize] == key);
+                        let older = index.put(place(key), first, serial, |s| keys[s as usize] == key);
                         prop_assert_eq!(older, newest.insert(key, serial));
                         keys.push(key);
                     }
@@ -231,7 +259,7 @@ mod tests {
                         first += 1;
                     }
                     _ => {
-                        let found = index.find(hash(key), first, |s| keys[s as usize] == key);
+                        let found = index.find(place(key), first, |s| keys[s as usize] == key);
                         prop_assert_eq!(found, newest.get(&key).copied());
                     }
                 }
@@ -246,32 +274,38 @@ mod tests {
     }
 
     #[test]
-    fn keys_of_one_bucket_go_on_to_the_next_and_are_found_there() {
+    fn keys_of_a_full_bucket_go_on_and_are_found_there() {
         let mut index = Index::with_room(64);
-        // Twelve keys whose hashes all start at bucket 3 (low bits), told apart by their
-        // top bits.
-        let hash = |n: u64| n << 50 | 3;
+        // Twelve keys that all start at bucket 3, told apart by their tags (whose steps are
+        // all 1 among sixteen buckets).
+        let place = |n: u64| Place {
+            start: 3,
+            tag: n << 50,
+        };
         for n in 1..=12 {
-            assert_eq!(index.put(hash(n), 1, n, |s| s == n), None);
+            assert_eq!(index.put(place(n), 1, n, |s| s == n), None);
         }
         assert!(index.is_passed(3) && !index.is_passed(4));
         for n in 1..=12 {
-            assert_eq!(index.find(hash(n), 1, |s| s == n), Some(n));
+            assert_eq!(index.find(place(n), 1, |s| s == n), Some(n));
         }
-        assert_eq!(index.find(hash(13), 1, |_| true), None);
+        assert_eq!(index.find(place(13), 1, |_| true), None);
         // Once the queue's front passes them, their slots are free again.
-        assert_eq!(index.find(hash(2), 3, |s| s == 2), None);
-        assert_eq!(index.put(hash(14), 3, 14, |s| s == 14), None);
-        assert_eq!(index.find(hash(14), 3, |s| s == 14), Some(14));
+        assert_eq!(index.find(place(2), 3, |s| s == 2), None);
+        assert_eq!(index.put(place(14), 3, 14, |s| s == 14), None);
+        assert_eq!(index.find(place(14), 3, |s| s == 14), Some(14));
     }
 
     #[test]
     fn a_key_put_again_gets_its_new_serial_in_its_old_slot() {
         let mut index = Index::with_room(8);
-        let hash = 0xABCD << 40 | 5;
-        assert_eq!(index.put(hash, 1, 1, |s| s == 1), None);
-        assert_eq!(index.put(hash, 1, 2, |s| s == 1), Some(1));
-        assert_eq!(index.find(hash, 1, |s| s == 2), Some(2));
-        assert_eq!(index.find(hash, 1, |s| s == 1), None);
+        let place = Place {
+            start: 5,
+            tag: 0xABCD << 40,
+        };
+        assert_eq!(index.put(place, 1, 1, |s| s == 1), None);
+        assert_eq!(index.put(place, 1, 2, |s| s == 1), Some(1));
+        assert_eq!(index.find(place, 1, |s| s == 2), Some(2));
+        assert_eq!(index.find(place, 1, |s| s == 1), None);
     }
 }

@@ -32,7 +32,7 @@ use super::Transmit;
 
 mod index;
 
-use index::{Index, SERIAL};
+use index::{Index, Place, SERIAL};
 
 /// How long a reply is kept for retransmissions.
 pub const HOLD: Duration = Duration::from_secs(10);
@@ -80,6 +80,8 @@ pub struct RetransmitCache {
     hasher: foldhash::fast::RandomState,
     /// The serial of each key's newest entry.
     index: Index,
+    /// Stores since the index was last rebuilt.
+    since_rebuild: usize,
     /// Entries in the order they were stored: the one of serial `s` is at `s - first`.
     queue: VecDeque<Entry>,
     /// Serial of the queue's front (the first is 1).
@@ -121,6 +123,7 @@ impl RetransmitCache {
         RetransmitCache {
             hasher: foldhash::fast::RandomState::default(),
             index: Index::with_room(0),
+            since_rebuild: 0,
             queue: VecDeque::new(),
             first: 1,
             live: 0,
@@ -174,10 +177,19 @@ impl RetransmitCache {
         &self.queue[(serial - self.first) as usize]
     }
 
+    /// Where `key` is in the index: its hash is both where its search starts and its tag.
+    fn place(&self, key: &Compact) -> Place {
+        let hash = self.hasher.hash_one(key);
+        Place {
+            start: hash,
+            tag: hash,
+        }
+    }
+
     /// The serial of `key`'s newest entry.
-    fn newest(&self, hash: u64, key: &Compact) -> Option<u64> {
+    fn newest(&self, key: &Compact) -> Option<u64> {
         let (first, queue) = (self.first, &self.queue);
-        self.index.find(hash, first, |serial| {
+        self.index.find(self.place(key), first, |serial| {
             queue[(serial - first) as usize].key() == *key
         })
     }
@@ -192,15 +204,14 @@ impl RetransmitCache {
                 None => return,
             },
         };
-        self.index
-            .prefetch(self.hasher.hash_one((number, key.1, key.2)));
+        self.index.prefetch(self.place(&(number, key.1, key.2)));
     }
 
     /// The reply to an earlier identical request (none when it got none), if it is still
     /// held.
     pub fn lookup(&mut self, key: Key, request: u64) -> Option<Vec<Transmit>> {
         let key = (self.number(key.0)?, key.1, key.2);
-        let serial = self.newest(self.hasher.hash_one(key), &key)?;
+        let serial = self.newest(&key)?;
         let entry = Some(self.entry(serial)).filter(|e| e.request == request)?;
         Some(
             entry
@@ -231,18 +242,20 @@ impl RetransmitCache {
             self.queue.clear();
             (self.first, self.live) = (1, 0);
         }
+        self.since_rebuild += 1;
         if self.live >= self.index.room() {
             self.rebuild(2 * self.index.room());
-        } else if self.index.worn() {
+        } else if self.index.worn() && self.since_rebuild >= self.index.room() {
+            // At most one rebuild (a pass over the queue) per room's worth of stores.
             self.rebuild(self.index.room());
         }
         let stored = self.since_epoch(now);
         let key = (self.number_or_new(key.0), key.1, key.2);
         let reply_local = reply.map_or(key.0, |t| self.number_or_new(t.local));
-        let hash = self.hasher.hash_one(key);
+        let place = self.place(&key);
         let serial = self.first + self.queue.len() as u64;
         let (first, queue) = (self.first, &mut self.queue);
-        let older = self.index.put(hash, first, serial, |s| {
+        let older = self.index.put(place, first, serial, |s| {
             queue[(s - first) as usize].key() == key
         });
         match older {
@@ -268,13 +281,11 @@ impl RetransmitCache {
 
     /// A new index with room for `keys` keys, holding every live entry's serial.
     fn rebuild(&mut self, keys: usize) {
-        let (first, hasher) = (self.first, &self.hasher);
+        self.since_rebuild = 0;
+        let first = self.first;
         let live = (first..).zip(&self.queue).filter(|(_, entry)| !entry.stale);
-        self.index = Index::rebuilt(
-            keys,
-            first,
-            live.map(|(serial, entry)| (serial, hasher.hash_one(entry.key()))),
-        );
+        let places = live.map(|(serial, entry)| (serial, self.place(&entry.key())));
+        self.index = Index::rebuilt(keys, first, places);
     }
 
     /// A new bound (`[limits] max_cached_replies` changed by a reload): at most `max` entries
@@ -545,6 +556,28 @@ mod tests {
             cache.queue.capacity() < 2 * KEPT_ROOM,
             "{}",
             cache.queue.capacity()
+        );
+    }
+
+    #[test]
+    fn phones_numbering_their_requests_in_turn_do_not_wear_the_index() {
+        // 64 phones at the bound of 200,000 replies, each numbering its requests in turn:
+        // full buckets stay rare, and the index is not rebuilt over and over.
+        let mut cache = RetransmitCache::default();
+        let start = Instant::now();
+        let local: SocketAddr = "127.0.60.254:1719".parse().unwrap();
+        for i in 0..400_000u64 {
+            let from = SocketAddr::from(([127, 1, 180, 1 + (i % 64) as u8], 40_000));
+            let key = (local, from, (i / 64) as u16);
+            assert!(cache.lookup(key, 1).is_none());
+            cache.store(start + Duration::from_micros(i * 7), key, 1, None);
+        }
+        assert_eq!(cache.len(), MAX_ENTRIES);
+        assert!(
+            cache.index.marks() * 16 <= cache.index.room() / 4,
+            "{} of {} buckets passed over full",
+            cache.index.marks(),
+            cache.index.room() / 4
         );
     }
 }
