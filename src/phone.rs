@@ -338,6 +338,7 @@ impl Phone {
                     aliases: &self.aliases,
                     gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
                     time_to_live_s: self.time_to_live_s,
+                    keep_alive: None,
                 },
             );
             if written.is_some() {
@@ -393,15 +394,17 @@ impl Phone {
         // Hand-written where it can be (no token to add), the generated codec otherwise.
         if self.password.is_none() {
             let mut octets = Vec::with_capacity(128);
-            let written = hot_phone::keep_alive(
+            let written = hot_phone::registration_request(
                 &mut octets,
-                &hot_phone::KeepAliveParts {
+                &hot_phone::RrqParts {
                     request_seq_num: seq,
                     call_signal_address: self.call_signal_address,
                     ras_address: self.ras_address,
-                    endpoint_id: &endpoint_id.utf16be(),
+                    gateway: false,
+                    aliases: &[],
                     gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
                     time_to_live_s: None,
+                    keep_alive: Some(&endpoint_id.utf16be()),
                 },
             );
             if written.is_some() {

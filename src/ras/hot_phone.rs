@@ -24,7 +24,7 @@ pub(super) const GRQ_ADDITIONS: usize = 12;
 /// Extension additions of `RegistrationRequest`.
 pub(super) const RRQ_ADDITIONS: usize = 27;
 
-/// What a full RRQ says, as [`registration_request`] writes it.
+/// What an RRQ says, as [`registration_request`] writes it: a full RRQ, or a keep-alive.
 #[derive(Debug, Clone, Copy)]
 pub struct RrqParts<'a> {
     /// Its `requestSeqNum`.
@@ -42,6 +42,9 @@ pub struct RrqParts<'a> {
     pub gatekeeper_id: Option<&'a [u8]>,
     /// Requested `timeToLive`, seconds.
     pub time_to_live_s: Option<u32>,
+    /// A keep-alive's `endpointIdentifier`, as UTF-16BE octets: the RRQ is then lightweight
+    /// (`keepAlive` TRUE; a keep-alive carries no aliases and is a terminal's).
+    pub keep_alive: Option<&'a [u8]>,
 }
 
 /// Writes a GRQ into `out` (cleared first), as
@@ -78,8 +81,11 @@ pub fn gatekeeper_request(
     Some(())
 }
 
-/// Writes a full RRQ into `out` (cleared first), as
-/// [`request::registration_request`](super::request::registration_request) builds it.
+/// Writes an RRQ into `out` (cleared first), as
+/// [`request::registration_request`](super::request::registration_request) builds a full
+/// one and [`request::keep_alive`](super::request::keep_alive) a keep-alive. A phone keeps
+/// its registration alive with a keep-alive every time-to-live, so a bench or a storm sends
+/// as many of these as of anything.
 pub fn registration_request(out: &mut Vec<u8>, rrq: &RrqParts<'_>) -> Option<()> {
     let mut w = Writer::over(out);
     w.bit(false);
@@ -103,79 +109,31 @@ pub fn registration_request(out: &mut Vec<u8>, rrq: &RrqParts<'_>) -> Option<()>
         bmp(&mut w, id, 128)?;
     }
     vendor(&mut w)?;
-    // timeToLive (1), keepAlive (5) FALSE, willSupplyUUIEs (7) FALSE, maintainConnection
-    // (8) FALSE, supportsAltGK (12) NULL, supportsAssignedGK (23) FALSE.
-    let present =
-        u64::from(rrq.time_to_live_s.is_some()) << 1 | 1 << 5 | 1 << 7 | 1 << 8 | 1 << 12 | 1 << 23;
+    // timeToLive (1), keepAlive (5), a keep-alive's endpointIdentifier (6),
+    // willSupplyUUIEs (7) FALSE, maintainConnection (8) FALSE, a full RRQ's supportsAltGK
+    // (12) NULL, supportsAssignedGK (23) FALSE.
+    let keep_alive = rrq.keep_alive.is_some();
+    let present = u64::from(rrq.time_to_live_s.is_some()) << 1
+        | 1 << 5
+        | u64::from(keep_alive) << 6
+        | 1 << 7
+        | 1 << 8
+        | u64::from(!keep_alive) << 12
+        | 1 << 23;
     additions(&mut w, RRQ_ADDITIONS, present);
     if let Some(ttl) = rrq.time_to_live_s {
         time_to_live(&mut w, ttl)?;
     }
-    for _ in 0..3 {
-        boolean_addition(&mut w, false)?;
+    boolean_addition(&mut w, keep_alive)?;
+    if let Some(id) = rrq.keep_alive {
+        w.open_type(|w| bmp(w, id, 128))?;
     }
-    null_addition(&mut w)?;
     boolean_addition(&mut w, false)?;
-    w.finish_into(out);
-    Some(())
-}
-
-/// What a lightweight RRQ (keep-alive) says, as [`keep_alive`] writes it.
-#[derive(Debug, Clone, Copy)]
-pub struct KeepAliveParts<'a> {
-    /// Its `requestSeqNum`.
-    pub request_seq_num: u16,
-    /// `callSignalAddress` (one).
-    pub call_signal_address: SocketAddr,
-    /// `rasAddress` (one).
-    pub ras_address: SocketAddr,
-    /// `endpointIdentifier` as UTF-16BE octets.
-    pub endpoint_id: &'a [u8],
-    /// `gatekeeperIdentifier` as UTF-16BE octets.
-    pub gatekeeper_id: Option<&'a [u8]>,
-    /// Requested `timeToLive`, seconds.
-    pub time_to_live_s: Option<u32>,
-}
-
-/// Writes a keep-alive RRQ into `out` (cleared first), as
-/// [`request::keep_alive`](super::request::keep_alive) builds it. A phone keeps its
-/// registration alive with one every time-to-live, so a bench or a storm of keep-alives
-/// sends as many of these as of anything.
-pub fn keep_alive(out: &mut Vec<u8>, rrq: &KeepAliveParts<'_>) -> Option<()> {
-    let mut w = Writer::over(out);
-    w.bit(false);
-    w.constrained(3, RAS_MESSAGE_ROOT)?;
-    // Extended; nonStandardData, terminalAlias (a keep-alive has none), gatekeeperIdentifier.
-    w.bit(true);
-    w.bit(false);
-    w.bit(false);
-    w.bit(rrq.gatekeeper_id.is_some());
-    sequence_number(&mut w, rrq.request_seq_num)?;
-    protocol_identifier(&mut w)?;
-    // discoveryComplete, then one callSignalAddress and one rasAddress.
-    w.bit(true);
-    w.unconstrained_length(1)?;
-    transport_address(&mut w, rrq.call_signal_address)?;
-    w.unconstrained_length(1)?;
-    transport_address(&mut w, rrq.ras_address)?;
-    endpoint_type(&mut w, false);
-    if let Some(id) = rrq.gatekeeper_id {
-        bmp(&mut w, id, 128)?;
+    boolean_addition(&mut w, false)?;
+    if !keep_alive {
+        null_addition(&mut w)?;
     }
-    vendor(&mut w)?;
-    // timeToLive (1), keepAlive (5) TRUE, endpointIdentifier (6), willSupplyUUIEs (7) FALSE,
-    // maintainConnection (8) FALSE, supportsAssignedGK (23) FALSE.
-    let present =
-        u64::from(rrq.time_to_live_s.is_some()) << 1 | 1 << 5 | 1 << 6 | 1 << 7 | 1 << 8 | 1 << 23;
-    additions(&mut w, RRQ_ADDITIONS, present);
-    if let Some(ttl) = rrq.time_to_live_s {
-        time_to_live(&mut w, ttl)?;
-    }
-    boolean_addition(&mut w, true)?;
-    w.open_type(|w| bmp(w, rrq.endpoint_id, 128))?;
-    for _ in 0..3 {
-        boolean_addition(&mut w, false)?;
-    }
+    boolean_addition(&mut w, false)?;
     w.finish_into(out);
     Some(())
 }
@@ -283,6 +241,7 @@ mod tests {
                 aliases: &aliases,
                 gatekeeper_id: gatekeeper.as_ref().map(GatekeeperId::octets),
                 time_to_live_s: ttl,
+                keep_alive: None,
             });
             prop_assert_eq!(written.is_none(), extension_alias(&aliases));
             if written.is_some() {
@@ -302,13 +261,15 @@ mod tests {
             let message = request::keep_alive(seq, call, ras, &endpoint, gatekeeper.as_ref(), ttl);
             let mut hot = vec![0xEE; 3];
             let endpoint_id = endpoint.utf16be();
-            let written = keep_alive(&mut hot, &KeepAliveParts {
+            let written = registration_request(&mut hot, &RrqParts {
                 request_seq_num: seq,
                 call_signal_address: call,
                 ras_address: ras,
-                endpoint_id: &endpoint_id,
+                gateway: false,
+                aliases: &[],
                 gatekeeper_id: gatekeeper.as_ref().map(GatekeeperId::octets),
                 time_to_live_s: ttl,
+                keep_alive: Some(&endpoint_id),
             });
             prop_assert!(written.is_some());
             prop_assert_eq!(hot, generated(&message));
