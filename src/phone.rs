@@ -327,21 +327,7 @@ impl Phone {
         let kept = self.endpoint_id.as_ref().filter(|_| self.keeps_endpoint_id);
         let plain = kept.is_none() && self.avaya.is_none() && self.prefixes.is_empty();
         if self.password.is_none() && plain {
-            let mut octets = Vec::with_capacity(128);
-            let written = hot_phone::registration_request(
-                &mut octets,
-                &hot_phone::RrqParts {
-                    request_seq_num: seq,
-                    call_signal_address: self.call_signal_address,
-                    ras_address: self.ras_address,
-                    gateway: self.gateway,
-                    aliases: &self.aliases,
-                    gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
-                    time_to_live_s: self.time_to_live_s,
-                    keep_alive: None,
-                },
-            );
-            if written.is_some() {
+            if let Some(octets) = self.hand_written_rrq(seq, None) {
                 return octets;
             }
         }
@@ -387,27 +373,35 @@ impl Phone {
         }
     }
 
+    /// An RRQ written by hand ([`hot_phone`]): a full one, or a keep-alive with the
+    /// endpoint identifier `keep_alive` (UTF-16BE), which carries no aliases and
+    /// no time to live; `None` where only the generated codec can write it.
+    fn hand_written_rrq(&self, seq: u16, keep_alive: Option<&[u8]>) -> Option<Vec<u8>> {
+        let full = keep_alive.is_none();
+        let mut octets = Vec::with_capacity(128);
+        hot_phone::registration_request(
+            &mut octets,
+            &hot_phone::RrqParts {
+                request_seq_num: seq,
+                call_signal_address: self.call_signal_address,
+                ras_address: self.ras_address,
+                gateway: full && self.gateway,
+                aliases: if full { &self.aliases } else { &[] },
+                gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
+                time_to_live_s: self.time_to_live_s.filter(|_| full),
+                keep_alive,
+            },
+        )?;
+        Some(octets)
+    }
+
     /// A lightweight RRQ (`keepAlive`), or `None` before the phone has an endpoint id.
     pub fn keep_alive(&mut self) -> Option<Vec<u8>> {
         let seq = self.next_seq();
         let endpoint_id = self.endpoint_id.as_ref()?;
         // Hand-written where it can be (no token to add), the generated codec otherwise.
         if self.password.is_none() {
-            let mut octets = Vec::with_capacity(128);
-            let written = hot_phone::registration_request(
-                &mut octets,
-                &hot_phone::RrqParts {
-                    request_seq_num: seq,
-                    call_signal_address: self.call_signal_address,
-                    ras_address: self.ras_address,
-                    gateway: false,
-                    aliases: &[],
-                    gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
-                    time_to_live_s: None,
-                    keep_alive: Some(&endpoint_id.utf16be()),
-                },
-            );
-            if written.is_some() {
+            if let Some(octets) = self.hand_written_rrq(seq, Some(&endpoint_id.utf16be())) {
                 return Some(octets);
             }
         }
