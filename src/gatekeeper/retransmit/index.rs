@@ -2,25 +2,24 @@
 //! cache's queue.
 //!
 //! Open addressing in buckets of one cache line, eight one-word slots each. A request's
-//! lookup — nearly always of a key that is not there — reads the one line its key starts
-//! at, where a general hash table read two (its control bytes, then its slots), each a
-//! cache miss at 200,000 entries: `perf annotate` showed those two loads as nine tenths of a
-//! lookup. The line's address depends on the key alone, so the server fetches a whole
-//! batch's lines ([`Index::prefetch`]) before it answers the first request of the batch.
+//! lookup — nearly always of a key that is not there — reads the one line its key hashes
+//! to, where a general hash table read two (its control bytes, then its slots), each a cache
+//! miss at 200,000 entries: `perf annotate` showed those two loads as nine tenths of a
+//! lookup. The line's address depends on the key's hash alone, so the server fetches a
+//! whole batch's lines ([`Index::prefetch`]) before it answers the first request of the
+//! batch.
 //!
-//! A key's [`Place`] is where its search starts and a tag (the cache takes both from the
-//! key's hash): a slot holds a serial in its low 40 bits and the top 24 bits of the tag
-//! above them ([`slot_of`]), so a probe tells most other keys apart without reading their
-//! entries. A slot
-//! whose serial is below the queue's first has left the queue and is free, so an entry that
-//! is evicted or expires costs the index nothing; serials start at 1, so a zeroed slot is
-//! free too. A key goes to the first bucket of its search with a free slot (its own, then
-//! steps its tag chooses); a bucket passed over full is marked, and a lookup goes on past
-//! marked buckets only. The index is rebuilt
-//! from the queue when it grows, shrinks, or has too many marks.
+//! A key's hash chooses its bucket (low bits) and tags its slot: a slot holds a serial in
+//! its low 40 bits and the top 24 bits of the hash above them ([`slot_of`]), so a probe
+//! tells most other keys apart without reading their entries. A slot whose serial is below
+//! the queue's first has left the queue and is free, so an entry that is evicted or expires
+//! costs the index nothing; serials start at 1, so a zeroed slot is free too. A key goes to
+//! the first bucket of its search with a free slot (its own, then steps its hash chooses); a
+//! bucket passed over full is marked, and a lookup goes on past marked buckets only. The
+//! index is rebuilt from the queue when it grows, shrinks, or has too many marks.
 
-/// Bits of a slot that hold the serial; the tag's top bits fill the rest.
-pub(super) const SERIAL_BITS: u32 = 40;
+/// Bits of a slot that hold the serial; the hash's top bits fill the rest.
+const SERIAL_BITS: u32 = 40;
 
 /// The serial part of a slot.
 pub(super) const SERIAL: u64 = (1 << SERIAL_BITS) - 1;
@@ -32,17 +31,9 @@ const SLOTS: usize = 8;
 /// (and passed over) about one insertion in fifty.
 const LOAD: usize = 4;
 
-/// Where a key is looked for: the bucket its search starts at (modulo the buckets), and
-/// the tag its slot carries (its top 24 bits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Place {
-    pub start: u64,
-    pub tag: u64,
-}
-
-/// The slot of serial `serial` for a key tagged `tag`.
-fn slot_of(serial: u64, tag: u64) -> u64 {
-    (tag & !SERIAL) | serial
+/// The slot of serial `serial` for a key hashing to `hash`.
+fn slot_of(serial: u64, hash: u64) -> u64 {
+    (hash & !SERIAL) | serial
 }
 
 /// The serial a slot holds.
@@ -50,9 +41,9 @@ fn serial_of(slot: u64) -> u64 {
     slot & SERIAL
 }
 
-/// Could the slot be of a key tagged `tag` (their top bits agree)?
-fn may_be(slot: u64, tag: u64) -> bool {
-    (slot ^ tag) & !SERIAL == 0
+/// Could the slot be of a key hashing to `hash` (their top bits agree)?
+fn may_be(slot: u64, hash: u64) -> bool {
+    (slot ^ hash) & !SERIAL == 0
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -98,17 +89,17 @@ impl Index {
         self.marks > self.buckets.len() / 8
     }
 
-    /// The bucket a key's search starts at.
-    fn home(&self, place: Place) -> usize {
-        place.start as usize & (self.buckets.len() - 1)
+    /// The bucket a key hashing to `hash` starts its search at.
+    fn home(&self, hash: u64) -> usize {
+        hash as usize & (self.buckets.len() - 1)
     }
 
-    /// The bucket after `bucket` in the search for a key at `place`: a step its tag chooses
-    /// (odd, so the search meets every bucket). Not simply the next bucket: keys that
-    /// crowd one bucket would crowd its neighbours too, and each search that went on would
-    /// meet them all.
-    fn next(&self, bucket: usize, place: Place) -> usize {
-        let step = (place.tag >> SERIAL_BITS) as usize | 1;
+    /// The bucket after `bucket` in the search for a key hashing to `hash`: a step its
+    /// hash's top bits choose (odd, so the search meets every bucket). Not simply the next
+    /// bucket: keys that crowd one bucket would crowd its neighbours too, and each search
+    /// that went on would meet them all.
+    fn next(&self, bucket: usize, hash: u64) -> usize {
+        let step = (hash >> SERIAL_BITS) as usize | 1;
         bucket.wrapping_add(step) & (self.buckets.len() - 1)
     }
 
@@ -123,97 +114,97 @@ impl Index {
         }
     }
 
-    /// Asks the processor to bring the line a lookup of a key at `place` reads.
-    pub(super) fn prefetch(&self, place: Place) {
+    /// Asks the processor to bring the line a lookup of a key hashing to `hash` reads.
+    pub(super) fn prefetch(&self, hash: u64) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let bucket: *const Bucket = &self.buckets[self.home(place)];
+            let bucket: *const Bucket = &self.buckets[self.home(hash)];
             // SAFETY: every x86_64 processor has SSE, and a prefetch only hints: it reads
             // nothing into the program (and the address is a bucket's, in bounds anyway).
             unsafe { _mm_prefetch::<_MM_HINT_T0>(bucket.cast()) };
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = place;
+        let _ = hash;
     }
 
-    /// The (bucket, slot) holding the live serial of the key at `place` for which `is_key`
-    /// says yes, in a queue whose front has serial `first`.
+    /// The (bucket, slot) holding the live serial of the key hashing to `hash` for which
+    /// `is_key` says yes, in a queue whose front has serial `first`.
     fn position(
         &self,
-        place: Place,
+        hash: u64,
         first: u64,
         mut is_key: impl FnMut(u64) -> bool,
     ) -> Option<(usize, usize)> {
-        let mut bucket = self.home(place);
+        let mut bucket = self.home(hash);
         for _ in 0..self.buckets.len() {
             for (i, &slot) in self.buckets[bucket].0.iter().enumerate() {
-                if may_be(slot, place.tag) && serial_of(slot) >= first && is_key(serial_of(slot)) {
+                if may_be(slot, hash) && serial_of(slot) >= first && is_key(serial_of(slot)) {
                     return Some((bucket, i));
                 }
             }
             if !self.is_passed(bucket) {
                 return None;
             }
-            bucket = self.next(bucket, place);
+            bucket = self.next(bucket, hash);
         }
         None
     }
 
-    /// The live serial of the key at `place` for which `is_key` says yes.
+    /// The live serial of the key hashing to `hash` for which `is_key` says yes.
     pub(super) fn find(
         &self,
-        place: Place,
+        hash: u64,
         first: u64,
         is_key: impl FnMut(u64) -> bool,
     ) -> Option<u64> {
-        self.position(place, first, is_key)
+        self.position(hash, first, is_key)
             .map(|(bucket, i)| serial_of(self.buckets[bucket].0[i]))
     }
 
-    /// Makes `serial` the key's newest (the key at `place`, recognised by `is_key`);
+    /// Makes `serial` the key's newest (the key hashing to `hash`, recognised by `is_key`);
     /// the serial it replaces, if the key had one. There must be room (see [`room`](Index::room)).
     pub(super) fn put(
         &mut self,
-        place: Place,
+        hash: u64,
         first: u64,
         serial: u64,
         is_key: impl FnMut(u64) -> bool,
     ) -> Option<u64> {
-        if let Some((bucket, i)) = self.position(place, first, is_key) {
+        if let Some((bucket, i)) = self.position(hash, first, is_key) {
             let older = serial_of(self.buckets[bucket].0[i]);
-            self.buckets[bucket].0[i] = slot_of(serial, place.tag);
+            self.buckets[bucket].0[i] = slot_of(serial, hash);
             return Some(older);
         }
-        self.insert(place, first, serial);
+        self.insert(hash, first, serial);
         None
     }
 
     /// Puts the serial of a key it does not hold into the first free slot of its search.
-    fn insert(&mut self, place: Place, first: u64, serial: u64) {
-        let mut bucket = self.home(place);
+    fn insert(&mut self, hash: u64, first: u64, serial: u64) {
+        let mut bucket = self.home(hash);
         for _ in 0..self.buckets.len() {
             let slots = &mut self.buckets[bucket].0;
             if let Some(free) = slots.iter_mut().find(|slot| serial_of(**slot) < first) {
-                *free = slot_of(serial, place.tag);
+                *free = slot_of(serial, hash);
                 return;
             }
             self.mark_passed(bucket);
-            bucket = self.next(bucket, place);
+            bucket = self.next(bucket, hash);
         }
         unreachable!("the index is never more than half full");
     }
 
-    /// An index with room for `keys` keys holding `entries` (serial, key's place), whose
-    /// keys are all different, in a queue whose front has serial `first`.
+    /// An index with room for `keys` keys holding `entries` (serial, key's hash), whose keys
+    /// are all different, in a queue whose front has serial `first`.
     pub(super) fn rebuilt(
         keys: usize,
         first: u64,
-        entries: impl Iterator<Item = (u64, Place)>,
+        entries: impl Iterator<Item = (u64, u64)>,
     ) -> Index {
         let mut index = Index::with_room(keys);
-        for (serial, place) in entries {
-            index.insert(place, first, serial);
+        for (serial, hash) in entries {
+            index.insert(hash, first, serial);
         }
         index
     }
@@ -234,10 +225,7 @@ mod tests {
         fn a_crowded_index_answers_as_a_map(
             steps in proptest::collection::vec((0..40u64, 0..3u8), 1..400),
         ) {
-            let place = |key: u64| Place {
-                start: key % 2,
-                tag: key.wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            };
+            let hash = |key: u64| (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) & !0xF) | (key % 2);
             let mut index = Index::with_room(64);
             // Each serial's key; the queue's front.
             let mut keys: Vec<u64> = vec![u64::MAX];
@@ -247,7 +235,7 @@ mod tests {
                 match action {
                     0 => {
                         let serial = keys.len() as u64;
-                        let older = index.put(place(key), first, serial, |s| keys[s as usize] == key);
+                        let older = index.put(hash(key), first, serial, |s| keys[s as usize] == key);
                         prop_assert_eq!(older, newest.insert(key, serial));
                         keys.push(key);
                     }
@@ -259,7 +247,7 @@ mod tests {
                         first += 1;
                     }
                     _ => {
-                        let found = index.find(place(key), first, |s| keys[s as usize] == key);
+                        let found = index.find(hash(key), first, |s| keys[s as usize] == key);
                         prop_assert_eq!(found, newest.get(&key).copied());
                     }
                 }
@@ -276,36 +264,30 @@ mod tests {
     #[test]
     fn keys_of_a_full_bucket_go_on_and_are_found_there() {
         let mut index = Index::with_room(64);
-        // Twelve keys that all start at bucket 3, told apart by their tags (whose steps are
-        // all 1 among sixteen buckets).
-        let place = |n: u64| Place {
-            start: 3,
-            tag: n << 50,
-        };
+        // Twelve keys whose hashes all start at bucket 3 (low bits), told apart by their
+        // top bits (whose steps are all 1 among sixteen buckets).
+        let hash = |n: u64| n << 50 | 3;
         for n in 1..=12 {
-            assert_eq!(index.put(place(n), 1, n, |s| s == n), None);
+            assert_eq!(index.put(hash(n), 1, n, |s| s == n), None);
         }
         assert!(index.is_passed(3) && !index.is_passed(4));
         for n in 1..=12 {
-            assert_eq!(index.find(place(n), 1, |s| s == n), Some(n));
+            assert_eq!(index.find(hash(n), 1, |s| s == n), Some(n));
         }
-        assert_eq!(index.find(place(13), 1, |_| true), None);
+        assert_eq!(index.find(hash(13), 1, |_| true), None);
         // Once the queue's front passes them, their slots are free again.
-        assert_eq!(index.find(place(2), 3, |s| s == 2), None);
-        assert_eq!(index.put(place(14), 3, 14, |s| s == 14), None);
-        assert_eq!(index.find(place(14), 3, |s| s == 14), Some(14));
+        assert_eq!(index.find(hash(2), 3, |s| s == 2), None);
+        assert_eq!(index.put(hash(14), 3, 14, |s| s == 14), None);
+        assert_eq!(index.find(hash(14), 3, |s| s == 14), Some(14));
     }
 
     #[test]
     fn a_key_put_again_gets_its_new_serial_in_its_old_slot() {
         let mut index = Index::with_room(8);
-        let place = Place {
-            start: 5,
-            tag: 0xABCD << 40,
-        };
-        assert_eq!(index.put(place, 1, 1, |s| s == 1), None);
-        assert_eq!(index.put(place, 1, 2, |s| s == 1), Some(1));
-        assert_eq!(index.find(place, 1, |s| s == 2), Some(2));
-        assert_eq!(index.find(place, 1, |s| s == 1), None);
+        let hash = 0xABCD << 40 | 5;
+        assert_eq!(index.put(hash, 1, 1, |s| s == 1), None);
+        assert_eq!(index.put(hash, 1, 2, |s| s == 1), Some(1));
+        assert_eq!(index.find(hash, 1, |s| s == 2), Some(2));
+        assert_eq!(index.find(hash, 1, |s| s == 1), None);
     }
 }

@@ -32,7 +32,7 @@ use super::Transmit;
 
 mod index;
 
-use index::{Index, Place, SERIAL};
+use index::{Index, SERIAL};
 
 /// How long a reply is kept for retransmissions.
 pub const HOLD: Duration = Duration::from_secs(10);
@@ -137,13 +137,16 @@ impl RetransmitCache {
     }
 
     /// The number of local address `local`, if it has one.
-    fn number(&mut self, local: SocketAddr) -> Option<u32> {
-        if let Some((last, number)) = self.last {
-            if last == local {
-                return Some(number);
-            }
+    fn known_number(&self, local: SocketAddr) -> Option<u32> {
+        match self.last {
+            Some((last, number)) if last == local => Some(number),
+            _ => self.numbers.get(&local).copied(),
         }
-        let number = *self.numbers.get(&local)?;
+    }
+
+    /// [`known_number`](RetransmitCache::known_number), remembered as the last one.
+    fn number(&mut self, local: SocketAddr) -> Option<u32> {
+        let number = self.known_number(local)?;
         self.last = Some((local, number));
         Some(number)
     }
@@ -177,19 +180,10 @@ impl RetransmitCache {
         &self.queue[(serial - self.first) as usize]
     }
 
-    /// Where `key` is in the index: its hash is both where its search starts and its tag.
-    fn place(&self, key: &Compact) -> Place {
-        let hash = self.hasher.hash_one(key);
-        Place {
-            start: hash,
-            tag: hash,
-        }
-    }
-
     /// The serial of `key`'s newest entry.
     fn newest(&self, key: &Compact) -> Option<u64> {
         let (first, queue) = (self.first, &self.queue);
-        self.index.find(self.place(key), first, |serial| {
+        self.index.find(self.hasher.hash_one(key), first, |serial| {
             queue[(serial - first) as usize].key() == *key
         })
     }
@@ -197,14 +191,10 @@ impl RetransmitCache {
     /// Asks the processor to fetch the memory a [`lookup`](RetransmitCache::lookup) of
     /// `key` reads, so that a batch of requests waits for it once rather than once each.
     pub fn prefetch(&self, key: Key) {
-        let number = match self.last {
-            Some((last, number)) if last == key.0 => number,
-            _ => match self.numbers.get(&key.0) {
-                Some(&number) => number,
-                None => return,
-            },
-        };
-        self.index.prefetch(self.place(&(number, key.1, key.2)));
+        if let Some(number) = self.known_number(key.0) {
+            self.index
+                .prefetch(self.hasher.hash_one((number, key.1, key.2)));
+        }
     }
 
     /// The reply to an earlier identical request (none when it got none), if it is still
@@ -252,10 +242,10 @@ impl RetransmitCache {
         let stored = self.since_epoch(now);
         let key = (self.number_or_new(key.0), key.1, key.2);
         let reply_local = reply.map_or(key.0, |t| self.number_or_new(t.local));
-        let place = self.place(&key);
+        let hash = self.hasher.hash_one(key);
         let serial = self.first + self.queue.len() as u64;
         let (first, queue) = (self.first, &mut self.queue);
-        let older = self.index.put(place, first, serial, |s| {
+        let older = self.index.put(hash, first, serial, |s| {
             queue[(s - first) as usize].key() == key
         });
         match older {
@@ -284,8 +274,8 @@ impl RetransmitCache {
         self.since_rebuild = 0;
         let first = self.first;
         let live = (first..).zip(&self.queue).filter(|(_, entry)| !entry.stale);
-        let places = live.map(|(serial, entry)| (serial, self.place(&entry.key())));
-        self.index = Index::rebuilt(keys, first, places);
+        let hashes = live.map(|(serial, entry)| (serial, self.hasher.hash_one(entry.key())));
+        self.index = Index::rebuilt(keys, first, hashes);
     }
 
     /// A new bound (`[limits] max_cached_replies` changed by a reload): at most `max` entries
