@@ -43,6 +43,10 @@ pub struct Phone {
     /// The `timeToLive` its full RRQs ask for, seconds; `None`: none asked, the
     /// gatekeeper's own is granted.
     pub time_to_live_s: Option<u32>,
+    /// Its full RRQs ask for the service frame ([`ras::service_frame`]): in socket mode a
+    /// gatekeeper that confirms it writes an empty TPKT frame on the phone's socket when it
+    /// is in service. Off by default, as no standard endpoint asks.
+    pub service_frame: bool,
     seq: u16,
 }
 
@@ -76,6 +80,9 @@ pub enum Answer {
         agl: Vec<SocketAddr>,
         /// Granted `timeToLive`.
         time_to_live_s: Option<u32>,
+        /// The gatekeeper confirms the service frame the phone asked for
+        /// ([`ras::service_frame`]): it writes one on the phone's socket in service.
+        service_frame: bool,
     },
     /// RRJ.
     Rrj {
@@ -154,12 +161,14 @@ impl Answer {
                 endpoint_id,
                 agl,
                 time_to_live_s,
+                service_frame,
             }) => Ok(Answer::Rcf {
                 seq,
                 call_signal_address,
                 endpoint_id: ras::utf16be_text(endpoint_id),
                 agl,
                 time_to_live_s,
+                service_frame,
             }),
             None => Ok(Answer::from_message(&ras::decode(datagram)?)),
         }
@@ -187,6 +196,7 @@ impl Answer {
                     .map(addresses)
                     .unwrap_or_default(),
                 time_to_live_s: rcf.time_to_live.as_ref().map(|ttl| ttl.0),
+                service_frame: ras::service_frame::named(rcf.feature_set.as_ref()),
             },
             RasMessage::registrationReject(rrj) => Answer::Rrj {
                 seq,
@@ -269,6 +279,7 @@ impl Phone {
             keeps_endpoint_id: false,
             avaya: None,
             time_to_live_s: None,
+            service_frame: false,
             seq: 0,
         }
     }
@@ -350,6 +361,7 @@ impl Phone {
             rrq.non_standard_data = self
                 .avaya
                 .map(|mac| avaya::non_standard_data(&avaya::login_request(mac)));
+            rrq.feature_set = self.service_frame.then(ras::service_frame::request);
         }
         self.authenticate(&mut rrq);
         encode(&rrq)
@@ -390,6 +402,7 @@ impl Phone {
                 gatekeeper_id: self.gatekeeper_id.as_ref().map(GatekeeperId::octets),
                 time_to_live_s: self.time_to_live_s.filter(|_| full),
                 keep_alive,
+                service_frame: full && self.service_frame,
             },
         )?;
         Some(octets)

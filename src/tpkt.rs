@@ -5,9 +5,10 @@
 //! [`Reader`] keeps no payload: it follows the frame boundaries through a byte stream fed in
 //! pieces of any size, with a state of a few octets per connection, and says when the
 //! stream stops being TPKT — enough for a gatekeeper that only counts what a phone sends.
-//! [`Assembler`] also gives back each frame's payload, for the routed calls' relay. An empty frame (`03 00 00 04`, no payload) is allowed: H.323
-//! stacks send it to keep a signalling connection alive, and the gatekeeper sends one when
-//! a socket is established ([`EMPTY`]).
+//! [`Assembler`] also gives back each frame's payload, for the routed calls' relay. An empty
+//! frame (`03 00 00 04`, no payload) is allowed: H.323 stacks send it to keep a signalling
+//! connection alive, and the gatekeeper sends one when the socket of a phone that asked for
+//! it is established ([`EMPTY`], the service frame of docs/rules.md §8.4).
 
 /// The TPKT version octet.
 pub const VERSION: u8 = 3;
@@ -15,8 +16,8 @@ pub const VERSION: u8 = 3;
 /// The header's length, octets.
 pub const HEADER: usize = 4;
 
-/// An empty frame: what the gatekeeper writes on a signalling socket the moment its
-/// establishment completes, so the phone knows it is in service.
+/// An empty frame: what the gatekeeper writes on the signalling socket of a phone that asked
+/// for it the moment its establishment completes, so the phone knows it is in service.
 pub const EMPTY: [u8; 4] = [VERSION, 0, 0, HEADER as u8];
 
 /// A payload too long for one TPKT frame.

@@ -15,7 +15,7 @@ mod support;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use rasgk::pcap::{PcapWriter, TcpSegment};
+use rasgk::pcap::TcpSegment;
 use rasgk::q931::{self, CallReference, Release, Setup};
 use rasgk::ras::Alias;
 use support::messages::{self, addr};
@@ -223,22 +223,7 @@ fn release_fields(release: Release) -> (&'static str, Option<&'static str>) {
 }
 
 fn tshark_reads(segments: &[TcpSegment]) -> tshark::Decoded {
-    let dir = std::env::temp_dir().join(format!("rasgk-q931-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pcap = dir.join("q931.pcap");
-    let mut writer = PcapWriter::new(std::fs::File::create(&pcap).unwrap()).unwrap();
-    for segment in segments {
-        writer.write_tcp(segment).unwrap();
-    }
-    writer.flush().unwrap();
-    drop(writer);
-    let decoded = tshark::decode(&pcap, &["-o", "tcp.check_checksum:TRUE"]);
-    if std::env::var_os("RASGK_KEEP_PCAP").is_none() {
-        std::fs::remove_dir_all(&dir).ok();
-    } else {
-        eprintln!("pcap kept at {}", pcap.display());
-    }
-    decoded
+    tshark::decode_tcp("q931", segments)
 }
 
 fn assert_value(frame: &Frame, name: &str, label: &str, expected: &str) {

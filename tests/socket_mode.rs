@@ -98,8 +98,16 @@ impl CoreLab {
     }
 }
 
+/// A standard endpoint: it does not ask for the service frame.
 fn phone(region: u8, n: u8, extension: u32) -> Phone {
     Phone::extension(extension, addr(&format!("127.{region}.0.{n}:1719")))
+}
+
+/// One of rasgk's own phones: its RRQ asks for the service frame (docs/rules.md §8.4).
+fn asking(region: u8, n: u8, extension: u32) -> Phone {
+    let mut phone = phone(region, n, extension);
+    phone.service_frame = true;
+    phone
 }
 
 fn sends_empty_frame(commands: &[Command], id: ConnectionId) -> bool {
@@ -111,7 +119,7 @@ fn sends_empty_frame(commands: &[Command], id: ConnectionId) -> bool {
 #[test]
 fn a_non_tts_phone_connects_where_its_rcf_says_and_its_place_becomes_a_socket() {
     let mut lab = Lab::new(&topology(0, ""));
-    let mut p = phone(1, 1, 6001);
+    let mut p = asking(1, 1, 6001);
     let signal = lab.register(&mut p);
     assert_eq!(
         signal,
@@ -169,7 +177,7 @@ fn the_sixth_establishment_on_a_clan_is_refused_busy_until_one_completes() {
             "max_sockets = 3\n        in_service = false",
         );
     let mut lab = Lab::new(&toml);
-    let mut phones: Vec<Phone> = (1..=7).map(|n| phone(1, n, 6000 + u32::from(n))).collect();
+    let mut phones: Vec<Phone> = (1..=7).map(|n| asking(1, n, 6000 + u32::from(n))).collect();
     for p in &mut phones {
         assert_eq!(lab.register(p), addr("127.0.1.1:1720"));
     }
@@ -421,31 +429,51 @@ fn a_bad_frame_closes_the_socket_and_the_phone_stays_registered() {
     lab.accept(signal, &p).expect("reconnects");
 }
 
+/// Every connection command the lab's core gives for the first minute, each connect completed
+/// at once and its socket closed by the phone `hold_ms` after it is up: when each connect came,
+/// and whether anything was written on any of them.
+fn closes_every_socket(lab: &mut Lab, hold_ms: u64) -> (Vec<u64>, bool) {
+    let mut connects_at = Vec::new();
+    let mut written = false;
+    let mut open: Vec<(u64, ConnectionId)> = Vec::new();
+    for ms in (0..60_000).step_by(10) {
+        lab.at_ms(ms);
+        if let Some(&(at, id)) = open.first().filter(|(at, _)| *at <= ms) {
+            lab.gatekeeper.closed(lab.now, id, Closing::Fin);
+            open.retain(|&(when, _)| when != at);
+        }
+        for command in lab.commands() {
+            match command {
+                Command::Connect { id, .. } => {
+                    connects_at.push(ms);
+                    lab.gatekeeper.connected(lab.now, id);
+                    open.push((ms + hold_ms, id));
+                }
+                Command::Send { .. } => written = true,
+                Command::Close { .. } => {}
+            }
+        }
+        written |= lab
+            .commands()
+            .iter()
+            .any(|c| matches!(c, Command::Send { .. }));
+    }
+    (connects_at, written)
+}
+
 /// docs/rules.md §8.6: a TTS phone that closes each socket at once, as a standard H.323
-/// endpoint does with a first PDU that is no Setup, is set up again only after the back-off
-/// rounds (1, 2, 4 … 32 s): at most 8 connections in its first minute, each counted as a
-/// decline and the phone shown as declining. Before this rule the gatekeeper reconnected at
-/// once, 657 times in 10 s to one H323Plus endpoint.
+/// endpoint does with a connection that brings no Setup, is set up again only after the
+/// back-off rounds (1, 2, 4 … 32 s): at most 8 connections in its first minute, each counted
+/// as a decline and the phone shown as declining. Nothing is written on any of them: it did
+/// not ask for the service frame. Before this rule the gatekeeper reconnected at once, 657
+/// times in 10 s to one H323Plus endpoint.
 #[test]
 fn a_tts_phone_that_declines_every_socket_is_set_up_again_only_after_back_off_rounds() {
     let mut lab = Lab::new(&topology(0, ""));
     let mut p = phone(1, 1, 5001);
     lab.register(&mut p);
-    let mut connects_at = Vec::new();
-    // Every 10 ms of the first minute: each connect completes at once, and the phone closes
-    // the socket 10 ms after the service frame.
-    for ms in (0..60_000).step_by(10) {
-        lab.at_ms(ms);
-        for command in lab.commands() {
-            if let Command::Connect { id, .. } = command {
-                connects_at.push(ms);
-                lab.gatekeeper.connected(lab.now, id);
-                assert!(sends_empty_frame(&lab.commands(), id), "the service frame");
-                lab.at_ms(ms + 10);
-                lab.gatekeeper.closed(lab.now, id, Closing::Fin);
-            }
-        }
-    }
+    let (connects_at, written) = closes_every_socket(&mut lab, 10);
+    assert!(!written, "nothing is written to a standard endpoint");
     assert_eq!(
         connects_at,
         [0, 1_010, 3_020, 7_030, 15_040, 31_050],
@@ -468,19 +496,50 @@ fn a_tts_phone_that_declines_every_socket_is_set_up_again_only_after_back_off_ro
     ));
 }
 
-/// A TTS phone that holds its socket past the decline window and then loses it is set up
-/// again at once, as before; only a quick close counts as a decline.
+/// docs/rules.md §8.6: H323Plus holds a connection that brings nothing for 15 s ("Awaiting
+/// first PDU"), then closes it on its read timeout. That too is a decline, however long the
+/// socket was held: connects at 0, 16, 33 and 52 s in the first minute, none counted as a
+/// socket lost and set up again at once.
+#[test]
+fn a_tts_socket_a_standard_endpoint_closes_after_its_idle_timeout_is_declined() {
+    let mut lab = Lab::new(&topology(0, ""));
+    let mut p = phone(1, 1, 5001);
+    lab.register(&mut p);
+    let (connects_at, written) = closes_every_socket(&mut lab, 15_000);
+    assert!(!written);
+    assert_eq!(connects_at, [0, 16_000, 33_000, 52_000]);
+    let registration = &lab.gatekeeper.registrations()[0];
+    assert_eq!(registration.socket_declines, 3, "the fourth is still held");
+    assert_eq!(lab.gatekeeper.socket_stats().declines, 3);
+}
+
+/// A phone that asked for the service frame and closes its socket within a second of it
+/// declined it too (docs/rules.md §8.6), and is set up again after the same rounds.
+#[test]
+fn a_phone_that_asked_for_the_service_frame_and_closes_at_once_declines() {
+    let mut lab = Lab::new(&topology(0, ""));
+    let mut p = asking(1, 1, 5001);
+    lab.register(&mut p);
+    let (connects_at, written) = closes_every_socket(&mut lab, 10);
+    assert!(written, "the service frame");
+    assert_eq!(connects_at, [0, 1_010, 3_020, 7_030, 15_040, 31_050]);
+    assert_eq!(lab.gatekeeper.socket_stats().service_frames, 6);
+}
+
+/// A TTS phone that asked for the service frame, holds its socket past the decline window
+/// and then loses it is set up again at once, as before; only a quick close counts as a
+/// decline.
 #[test]
 fn a_tts_socket_held_past_a_second_and_lost_is_set_up_again_at_once() {
     let mut lab = Lab::new(&topology(0, ""));
-    let mut p = phone(1, 1, 5001);
+    let mut p = asking(1, 1, 5001);
     lab.register(&mut p);
     let id = match lab.commands().as_slice() {
         [Command::Connect { id, .. }] => *id,
         other => panic!("one connect expected, got {other:?}"),
     };
     lab.gatekeeper.connected(lab.now, id);
-    lab.commands();
+    assert!(sends_empty_frame(&lab.commands(), id), "the service frame");
     lab.at_ms(1_000);
     lab.gatekeeper.closed(lab.now, id, Closing::Reset);
     assert!(
@@ -490,6 +549,67 @@ fn a_tts_socket_held_past_a_second_and_lost_is_set_up_again_at_once() {
     let registration = &lab.gatekeeper.registrations()[0];
     assert_eq!(registration.socket_declines, 0);
     assert_eq!(lab.gatekeeper.socket_stats().declines, 0);
+}
+
+/// docs/rules.md §8.4: the service frame goes only to a phone whose RRQ asked for it, and only
+/// in socket mode; the RCF says so (H.460.1: the feature in `supportedFeatures`). A standard
+/// endpoint's RCF confirms nothing, and nothing at all is written on its socket.
+#[test]
+fn only_a_phone_that_asks_gets_the_service_frame_and_its_rcf_confirms_it() {
+    let rcf_of = |lab: &mut Lab, p: &mut Phone| {
+        let grq = p.grq();
+        let Answer::Gcf {
+            ras_address: Some(clan),
+            ..
+        } = lab.ask(addr(DISCOVERY), p, &grq)
+        else {
+            panic!("no GCF")
+        };
+        let rrq = p.rrq();
+        lab.ask(clan, p, &rrq)
+    };
+    for (sockets, ask, confirmed) in [
+        ("tcp", true, true),
+        ("tcp", false, false),
+        ("count", true, false),
+    ] {
+        let toml =
+            topology(0, "").replace("sockets = \"tcp\"", &format!("sockets = \"{sockets}\""));
+        let mut lab = Lab::new(&toml);
+        let mut p = phone(1, 1, 6001);
+        p.service_frame = ask;
+        match rcf_of(&mut lab, &mut p) {
+            Answer::Rcf { service_frame, .. } => {
+                assert_eq!(service_frame, confirmed, "{sockets} mode, asked {ask}")
+            }
+            other => panic!("expected RCF, got {other:?}"),
+        }
+        // The keep-alive's RCF says the same.
+        let keep_alive = p.keep_alive().unwrap();
+        match lab.ask(addr("127.0.1.1:1719"), &mut p, &keep_alive) {
+            Answer::Rcf { service_frame, .. } => assert_eq!(service_frame, confirmed),
+            other => panic!("expected RCF, got {other:?}"),
+        }
+        if sockets == "count" {
+            continue;
+        }
+        lab.commands();
+        let id = lab
+            .accept(addr("127.0.1.1:1720"), &p)
+            .expect("the phone's connection");
+        let commands = lab.commands();
+        assert_eq!(sends_empty_frame(&commands, id), ask, "{commands:?}");
+        if !ask {
+            assert!(commands.is_empty(), "nothing written: {commands:?}");
+        }
+        assert_eq!(
+            lab.gatekeeper.registrations()[0].socket.name(),
+            "established"
+        );
+        let stats = lab.gatekeeper.socket_stats();
+        assert_eq!(stats.service_frames, u64::from(ask));
+        assert_eq!(stats.time_to_service_other.count, 1, "measured either way");
+    }
 }
 
 /// Two C-LANs on one IP with different RAS ports share a signalling address (IP:1720), which

@@ -198,9 +198,12 @@ fn phone_with_socket(net: u8, n: u32) -> (UdpPhone, TcpStream) {
 }
 
 /// A phone of `extension` at `ip`, registered (GRQ, RRQ) with the gatekeeper on
-/// 127.0.NET.1; the signalling address its RCF named.
+/// 127.0.NET.1; the signalling address its RCF named. It asks for the service frame
+/// (docs/rules.md §8.4), as rasgk's own phones do, to know when its socket is kept.
 fn registered(net: u8, ip: Ipv4Addr, extension: u32) -> (UdpPhone, SocketAddr) {
-    let mut phone = UdpPhone::bind(Phone::extension(extension, SocketAddr::from((ip, 0))));
+    let mut phone = Phone::extension(extension, SocketAddr::from((ip, 0)));
+    phone.service_frame = true;
+    let mut phone = UdpPhone::bind(phone);
     let discovery: SocketAddr = format!("127.0.{net}.1:1719").parse().unwrap();
     let (_, rcf) = phone.register(discovery);
     let Some(Answer::Rcf {

@@ -602,3 +602,84 @@ fn decode_json_text_fields_equal_tsharks_in_every_script() {
         lines.len()
     );
 }
+
+/// docs/rules.md §8.4: a phone that asks for the service frame puts rasgk's H.460.1 feature in
+/// its full RRQ's `featureSet.desiredFeatures`; a socket-mode gatekeeper's RCF confirms it in
+/// `supportedFeatures`. Both written by the hand-written encoders, as tshark reads them; a
+/// phone that does not ask gets an RCF with no `featureSet` at all.
+#[test]
+fn tshark_reads_the_service_frame_feature_asked_for_and_confirmed() {
+    if tshark::require_tshark("tshark_reads_the_service_frame_feature_asked_for_and_confirmed")
+        .is_none()
+    {
+        return;
+    }
+    let toml = r#"
+        [gatekeeper]
+        sockets = "tcp"
+        [[region]]
+        id = 1
+        [[clan]]
+        name = "a"
+        region = 1
+        address = "127.0.1.1:1719"
+        "#;
+    let config = rasgk::config::from_toml(toml, "feature.toml").unwrap();
+    let mut gatekeeper = rasgk::gatekeeper::Gatekeeper::new(config).unwrap();
+    let now = std::time::Instant::now();
+    let discovery = addr("127.0.0.1:1719");
+    let clan = addr("127.0.1.1:1719");
+    let mut datagrams = Vec::new();
+    for (n, ask) in [(5u8, true), (6, false)] {
+        let mut phone = rasgk::phone::Phone::extension(
+            6000 + u32::from(n),
+            addr(&format!("127.1.0.{n}:40001")),
+        );
+        phone.service_frame = ask;
+        let grq = phone.grq();
+        let _ = gatekeeper.handle(now, discovery, phone.ras_address, &grq);
+        let rrq = phone.rrq();
+        let rcf = gatekeeper.handle(now, clan, phone.ras_address, &rrq);
+        for (src, dst, payload) in [
+            (phone.ras_address, clan, rrq),
+            (clan, phone.ras_address, rcf[0].payload.to_vec()),
+        ] {
+            datagrams.push(Datagram {
+                frame: 0,
+                time: std::time::Duration::new(1_767_225_600 + datagrams.len() as u64, 0),
+                src,
+                dst,
+                payload,
+            });
+        }
+    }
+    let decoded = tshark_reads("service-frame", &datagrams);
+    assert_eq!(decoded.frames.len(), 4, "{}", decoded.stderr);
+    for frame in &decoded.frames {
+        assert!(frame.malformed().is_empty(), "{}", frame.text());
+    }
+    let guid = "4d55ca3e-3d68-4034-99ea-ee5ae00c7f2e";
+    let (rrq, rcf) = (&decoded.frames[0], &decoded.frames[1]);
+    assert_eq!(rrq.ras_message().as_deref(), Some("registrationRequest"));
+    assert_value(rrq, "replacementFeatureSet", "False");
+    assert_value(rrq, "desiredFeatures", "1 item");
+    assert!(rrq.value("supportedFeatures").is_none(), "{}", rrq.text());
+    let asked = rrq.subtree_path(&["desiredFeatures", "Item 0"]);
+    assert_eq!(
+        tshark::values_of(asked.iter().copied(), "nonStandard"),
+        [guid]
+    );
+    assert_eq!(rcf.ras_message().as_deref(), Some("registrationConfirm"));
+    assert_value(rcf, "supportedFeatures", "1 item");
+    assert!(rcf.value("desiredFeatures").is_none(), "{}", rcf.text());
+    let confirmed = rcf.subtree_path(&["supportedFeatures", "Item 0"]);
+    assert_eq!(
+        tshark::values_of(confirmed.iter().copied(), "nonStandard"),
+        [guid]
+    );
+    // The phone that did not ask: no featureSet either way.
+    for frame in &decoded.frames[2..] {
+        assert!(frame.value("featureSet").is_none(), "{}", frame.text());
+        assert!(!frame.has(guid), "{}", frame.text());
+    }
+}

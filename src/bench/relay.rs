@@ -368,8 +368,13 @@ async fn rasgk_pairs(count: usize) -> Result<Vec<Pair>, String> {
     for index in 0..count {
         let caller_extension = 71_000 + index as u32;
         let callee_extension = 72_000 + index as u32;
-        let caller = Phone::extension(caller_extension, SocketAddr::new(phone_ip(1, index), 1719));
-        let callee = Phone::extension(callee_extension, SocketAddr::new(phone_ip(2, index), 1719));
+        let mut caller =
+            Phone::extension(caller_extension, SocketAddr::new(phone_ip(1, index), 1719));
+        let mut callee =
+            Phone::extension(callee_extension, SocketAddr::new(phone_ip(2, index), 1719));
+        // rasgk's own phones: they ask to be told when their sockets are in service.
+        caller.service_frame = true;
+        callee.service_frame = true;
         let (caller_phone, caller_signal) = register(caller, discovery).await?;
         let (_, callee_signal) = register(callee, discovery).await?;
         let mut caller = connect(phone_ip(1, index), caller_signal).await?;

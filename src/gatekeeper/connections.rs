@@ -17,6 +17,7 @@ use super::topology::ClanIdx;
 use super::{policy, Gatekeeper};
 use crate::config::SocketMode;
 use crate::tpkt::{self, FrameError};
+use std::time::Duration;
 
 impl Gatekeeper {
     /// Does this gatekeeper hold real sockets (`sockets = "tcp"`)?
@@ -274,8 +275,10 @@ impl Gatekeeper {
         }
     }
 
-    /// An establishment completed: the place becomes an established socket, the phone is
-    /// told with an empty TPKT frame, and the C-LAN's slot goes to the next TTS set-up.
+    /// An establishment completed: the place becomes an established socket, and the C-LAN's
+    /// slot goes to the next TTS set-up. Only a phone that asked for it is told with the
+    /// service frame, an empty TPKT frame (docs/rules.md §8.4): nothing else is written on a
+    /// socket but the Q.931 messages of its calls.
     fn establish(&mut self, now: Instant, key: u64) {
         let Phase::Setup(clan, id, _) = self.signalling.phase(key) else {
             return;
@@ -284,16 +287,23 @@ impl Gatekeeper {
             .set_phase(key, Phase::Established(clan, id), None);
         self.signalling.stats.established += 1;
         let for_call = self.signalling.phones.get(&key).is_some_and(|p| p.for_call);
-        if !for_call {
+        let (tts, service_frame) = self
+            .registry
+            .get(key)
+            .map_or((false, false), |r| (r.tts, self.writes_service_frame(r)));
+        if service_frame && !for_call {
             self.signalling.commands.push(Command::Send {
                 id,
                 payload: Bytes::from_static(&tpkt::EMPTY),
             });
+            self.signalling.stats.service_frames += 1;
+        }
+        if let Some(phone) = self.signalling.phones.get_mut(&key) {
+            phone.carried_call = false;
         }
         // Routed calls waiting for this socket get their callee legs on it (after the
-        // service frame, or alone on a connection opened for a call).
+        // service frame, if any).
         self.socket_up(key, id, clan);
-        let tts = self.registry.get(key).is_some_and(|r| r.tts);
         // A connection opened for a call is no socket the phone took or declined: it neither
         // measures time to service nor clears a decline.
         if let Some(phone) = self.signalling.phones.get_mut(&key).filter(|_| !for_call) {
@@ -322,19 +332,30 @@ impl Gatekeeper {
     /// once and it stays registered without one; a non-TTS phone may connect again, a TTS
     /// phone is set up again.
     ///
-    /// A TTS phone that closes its socket within [`DECLINE_WINDOW`] of the service frame has
-    /// declined it (docs/rules.md §8.6): it waits for its next back-off round instead of being
-    /// set up again at once, which would send a standard endpoint dozens of connections a
-    /// second. A socket it held longer resets its back-off.
+    /// A TTS phone that closes its socket without having used it has declined it
+    /// (docs/rules.md §8.6): it waits for its next back-off round instead of being set up
+    /// again at once, which would send a standard endpoint dozens of connections a second.
+    /// A socket it used resets its back-off.
     fn socket_lost(&mut self, now: Instant, key: u64, how: Closing) {
-        let (established_at, for_call) =
-            self.signalling
-                .phones
-                .get(&key)
-                .map_or((None, false), |p| match p.state {
-                    Phase::Established(..) => (p.established_at, p.for_call),
-                    _ => (None, p.for_call),
-                });
+        let service_frame = self
+            .registry
+            .get(key)
+            .is_some_and(|r| self.writes_service_frame(r));
+        let used = self
+            .signalling
+            .phones
+            .get(&key)
+            .map_or(Used::NotUp, |p| match p.state {
+                Phase::Established(..) if p.for_call => Used::ForCall,
+                Phase::Established(..) => Used::Up {
+                    held: p
+                        .established_at
+                        .map_or(Duration::ZERO, |at| now.saturating_duration_since(at)),
+                    carried_call: p.carried_call,
+                },
+                _ if p.for_call => Used::ForCall,
+                _ => Used::NotUp,
+            });
         let connection = self.signalling.phase(key).connection();
         let Some((clan, tts)) = self.free_place(key, how) else {
             return;
@@ -349,14 +370,11 @@ impl Gatekeeper {
             });
         }
         let by_phone = matches!(how, Closing::Fin | Closing::Reset);
-        let declined = tts
-            && by_phone
-            && !for_call
-            && established_at.is_some_and(|at| now.saturating_duration_since(at) < DECLINE_WINDOW);
+        let declined = tts && by_phone && declined(used, service_frame);
         let declining = self.signalling.phones.get(&key).is_some_and(|p| p.declined);
         if declined {
-            self.declined(now, key, clan);
-        } else if tts && for_call && declining {
+            self.declined(now, key, clan, used);
+        } else if tts && used == Used::ForCall && declining {
             // A standard endpoint's call connection closed after its call: it goes on with
             // the back-off its declines set.
             self.back_off(now, key);
@@ -371,7 +389,7 @@ impl Gatekeeper {
 
     /// A TTS phone declined its socket on `clan`: counted, logged once per registration,
     /// and set up again after its back-off round.
-    fn declined(&mut self, now: Instant, key: u64, clan: ClanIdx) {
+    fn declined(&mut self, now: Instant, key: u64, clan: ClanIdx, used: Used) {
         self.signalling.stats.declines += 1;
         let Some(phone) = self.signalling.phones.get_mut(&key) else {
             return;
@@ -380,11 +398,17 @@ impl Gatekeeper {
         phone.declined = true;
         phone.tried.clear();
         if phone.declines == 1 {
+            let held = match used {
+                Used::Up { held, .. } => held,
+                _ => Duration::ZERO,
+            };
             tracing::info!(
                 endpoint_id = %registry::endpoint_id_text(key),
                 clan = %self.config.clans[clan].name,
-                "TTS phone declined its socket (closed it within a second of the service \
-                 frame, as a standard H.323 endpoint does); set up again after back-off rounds"
+                held_ms = held.as_millis() as u64,
+                "TTS phone declined its socket (closed it before any call ran on it, as a \
+                 standard H.323 endpoint closes a call-signalling connection that brings no \
+                 Setup); set up again after back-off rounds"
             );
         }
         self.back_off(now, key);
@@ -734,5 +758,80 @@ impl Gatekeeper {
             .filter(|&&(_, _, key)| self.signalling.phase(key) == Phase::None)
             .map(|&(_, _, key)| key)
             .collect()
+    }
+}
+
+/// What a phone's socket had been when it closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Used {
+    /// Not established: a set-up that ended early.
+    NotUp,
+    /// A connection the gatekeeper opened for a call to the phone (docs/rules.md §8.7).
+    ForCall,
+    /// An established socket, held this long, with or without a call on it.
+    Up { held: Duration, carried_call: bool },
+}
+
+/// Did a TTS phone that closed its socket itself decline it (docs/rules.md §8.6)?
+///
+/// - A standard endpoint (it did not ask for the service frame) takes a call-signalling
+///   connection only for a call: closing one that carried none — at once, or after its idle
+///   read timeout (H323Plus: 15 s) — is a decline, however long it was held.
+/// - A phone that asked for the service frame holds its socket for its registration: a close
+///   within [`DECLINE_WINDOW`] of the frame, before any call, is a decline; a later one is a
+///   socket lost, set up again at once.
+fn declined(used: Used, service_frame: bool) -> bool {
+    match used {
+        Used::Up {
+            carried_call: true, ..
+        }
+        | Used::NotUp
+        | Used::ForCall => false,
+        Used::Up { held, .. } => !service_frame || held < DECLINE_WINDOW,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_standard_endpoint_declines_any_socket_it_closes_without_a_call() {
+        for held in [
+            Duration::ZERO,
+            Duration::from_secs(15),
+            Duration::from_secs(3600),
+        ] {
+            let idle = Used::Up {
+                held,
+                carried_call: false,
+            };
+            assert!(declined(idle, false), "held {held:?}");
+            let used = Used::Up {
+                held,
+                carried_call: true,
+            };
+            assert!(!declined(used, false), "held {held:?} with a call");
+        }
+        assert!(!declined(Used::ForCall, false));
+        assert!(!declined(Used::NotUp, false));
+    }
+
+    #[test]
+    fn a_phone_that_asked_for_the_service_frame_declines_only_within_the_window() {
+        let at = |held| Used::Up {
+            held,
+            carried_call: false,
+        };
+        assert!(declined(at(Duration::from_millis(10)), true));
+        assert!(!declined(at(DECLINE_WINDOW), true));
+        assert!(!declined(at(Duration::from_secs(15)), true));
+        assert!(!declined(
+            Used::Up {
+                held: Duration::ZERO,
+                carried_call: true
+            },
+            true
+        ));
     }
 }

@@ -130,17 +130,16 @@ impl Gatekeeper {
 
     /// The RCF of a registration, written by the hand-written encoder with its AGL's
     /// encoding made once per distinct AGL (the generated codec when an alias is outside
-    /// what that writes).
-    ///
-    /// To an Avaya endpoint, built by the generated codec without `gatekeeperIdentifier`
-    /// (docs/rules.md §14; see [`ras::avaya`](crate::ras::avaya)).
+    /// what that writes, or for an Avaya endpoint: [`confirm_generated`](Self::confirm_generated)).
     fn confirm(&mut self, seq: u16, key: u64) -> Option<Reply> {
         let registration = self.registry.get(key)?;
         if registration.avaya.is_some() {
-            return Some(self.confirm_avaya(seq, key, registration));
+            return Some(self.confirm_generated(seq, key, registration));
         }
-        let (clans, gatekeeper_id) = (&self.config.clans, &self.gatekeeper_id);
         let family = registration.family();
+        let signal_address = [self.signal_address_for(registration.registered_via, family)];
+        let service_frame = self.writes_service_frame(registration);
+        let (clans, gatekeeper_id) = (&self.config.clans, &self.gatekeeper_id);
         let agl = match &registration.agl[..] {
             [] => Some(None),
             _ => self.agls[family as usize]
@@ -150,13 +149,6 @@ impl Gatekeeper {
                 .map(Some),
         };
         let (endpoint_id, len) = registry::endpoint_id_octets(key);
-        // The RCF names the gatekeeper's call signalling address (H.225.0 7.9.2): the
-        // signalling address of the C-LAN the RRQ came to, where a non-TTS phone opens its
-        // socket.
-        let via = &clans[registration.registered_via];
-        let signal_address = [via
-            .signal_address_of(family)
-            .unwrap_or_else(|| via.signal_address())];
         let written = agl.and_then(|agl| {
             hot_reply::registration_confirm(
                 &mut self.scratch,
@@ -168,33 +160,26 @@ impl Gatekeeper {
                     aliases: &registration.aliases,
                     time_to_live_s: Some(registration.ttl_s),
                     agl,
+                    service_frame,
                 },
             )
         });
-        if written.is_some() {
-            return Some(Reply::Octets(
+        match written {
+            Some(()) => Some(Reply::Octets(
                 MessageKind::Rcf,
                 self.arena.copy(&self.scratch),
-            ));
+            )),
+            None => Some(self.confirm_generated(seq, key, registration)),
         }
-        let agl = self.agl_entries(&registration.agl, family);
-        Some(
-            reply::registration_confirm(&reply::Rcf {
-                request_seq_num: seq,
-                gatekeeper_id: &self.gatekeeper_id,
-                endpoint_id: &registry::endpoint_id(key),
-                call_signal_address: &signal_address,
-                aliases: &registration.aliases.to_vec(),
-                time_to_live_s: Some(registration.ttl_s),
-                agl: &agl,
-            })
-            .into(),
-        )
     }
 
-    /// The RCF of an Avaya endpoint's registration `key`: no `gatekeeperIdentifier`, in the
-    /// message or its AGL entries.
-    fn confirm_avaya(&self, seq: u16, key: u64, registration: &Registration) -> Reply {
+    /// The RCF of registration `key` built for the generated codec. It names the
+    /// gatekeeper's call signalling address (H.225.0 7.9.2): the signalling address of the
+    /// C-LAN the RRQ came to, where a non-TTS phone opens its socket. To an Avaya endpoint it
+    /// goes without `gatekeeperIdentifier`, in the message and its AGL entries
+    /// (docs/rules.md §14; see [`ras::avaya`](crate::ras::avaya)); to a phone that asked for
+    /// the service frame it confirms the feature (docs/rules.md §8.4).
+    fn confirm_generated(&self, seq: u16, key: u64, registration: &Registration) -> Reply {
         let family = registration.family();
         let signal_address = [self.signal_address_for(registration.registered_via, family)];
         let agl = self.agl_entries(&registration.agl, family);
@@ -207,8 +192,20 @@ impl Gatekeeper {
             time_to_live_s: Some(registration.ttl_s),
             agl: &agl,
         });
-        crate::ras::avaya::leave_out_gatekeeper_id(&mut rcf);
+        if registration.avaya.is_some() {
+            crate::ras::avaya::leave_out_gatekeeper_id(&mut rcf);
+        }
+        if self.writes_service_frame(registration) {
+            crate::ras::service_frame::confirm_in(&mut rcf);
+        }
         rcf.into()
+    }
+
+    /// Does the gatekeeper write the service frame on this phone's socket, and confirm the
+    /// feature in its RCFs? Only in socket mode, and only to a phone that asked for it
+    /// (docs/rules.md §8.4): no standard endpoint expects that frame.
+    pub(super) fn writes_service_frame(&self, registration: &Registration) -> bool {
+        registration.service_frame && self.socket_mode()
     }
 
     /// A lightweight RRQ of sequence number `seq` naming the registration `key` (when its
@@ -400,6 +397,7 @@ impl Gatekeeper {
             avaya: rrq.avaya,
             region,
             tts,
+            service_frame: rrq.service_frame,
             registered_via: clan,
             socket,
             agl,

@@ -49,6 +49,9 @@ pub struct Registration {
     pub region: RegionId,
     /// A TTS phone?
     pub tts: bool,
+    /// Its full RRQ asked for the service frame ([`crate::ras::service_frame`]): in socket
+    /// mode it gets one when its socket is in service, and its RCFs confirm the feature.
+    pub service_frame: bool,
     /// The C-LAN its full RRQ arrived at.
     pub registered_via: ClanIdx,
     /// The C-LAN holding its socket; `None` for a TTS phone still waiting for one.
@@ -437,6 +440,7 @@ mod tests {
             avaya: None,
             region: 1,
             tts: false,
+            service_frame: false,
             registered_via: 0,
             socket: Some(0),
             agl: Agl::from(vec![0]),

@@ -240,6 +240,7 @@ impl Gatekeeper {
             answer_by: now + self.config.gatekeeper.call_setup_timeout,
         };
         self.relay.insert(no, call);
+        self.note_call_on(id);
         match self.callee_connection(now, callee) {
             Ok(Some((connection, clan))) => self.attach_callee(no, connection, clan),
             Ok(None) => {
@@ -488,7 +489,7 @@ impl Gatekeeper {
     }
 
     /// Queues a connection from `clan` to `callee` for a call: an establishment under the
-    /// five-at-once rule, carrying the call's Setup rather than the service frame.
+    /// five-at-once rule, whose first message is the call's Setup (never a service frame).
     fn open_for_call(
         &mut self,
         now: Instant,
@@ -521,6 +522,7 @@ impl Gatekeeper {
         call.callee_clan = clan;
         let held = std::mem::take(&mut call.held);
         self.relay.file_leg(no, Side::Callee, leg);
+        self.note_call_on(connection);
         for payload in held {
             if let Ok(relayed) =
                 q931::with_call_reference(&payload, CallReference::from_originator(crv))
@@ -531,9 +533,19 @@ impl Gatekeeper {
         }
     }
 
+    /// A call runs on connection `id`: when it is a phone's socket, the socket has been used
+    /// (a TTS phone that closes it later has not declined it, docs/rules.md §8.6).
+    fn note_call_on(&mut self, id: ConnectionId) {
+        if let Some(key) = self.signalling.connections.get(&id) {
+            if let Some(phone) = self.signalling.phones.get_mut(key) {
+                phone.carried_call = true;
+            }
+        }
+    }
+
     /// A phone's socket is established on `id` (docs/rules.md §8.4): the calls waiting for
-    /// it get their callee legs there. `true` when it was opened for a call (then no
-    /// service frame is written: a standard endpoint takes a connection only for a Setup).
+    /// it get their callee legs there. `true` when it was opened for a call (then the call's
+    /// Setup is the first thing written on it).
     pub(super) fn socket_up(&mut self, key: u64, id: ConnectionId, clan: ClanIdx) -> bool {
         let for_call = self.signalling.phones.get(&key).is_some_and(|p| p.for_call);
         if let Some(waiting) = self.relay.waiting_for.remove(&key) {

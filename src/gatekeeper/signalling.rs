@@ -24,8 +24,9 @@
 //! until it is up plus `setup_ms`. At most `max_setups_per_clan` run at once per C-LAN:
 //! a non-TTS phone's connection beyond that is refused (reset) at once — Avaya's C-LAN
 //! rejects the sixth request and the phone retries — and TTS set-ups beyond it wait in
-//! order. When an establishment completes the gatekeeper writes an empty TPKT frame on
-//! the socket, which tells the phone it is in service.
+//! order. When an establishment completes the socket is in service; a phone that asked for
+//! the service frame in its RRQ ([`crate::ras::service_frame`]) is told so with an empty TPKT
+//! frame, and nothing is written to any other phone but the Q.931 messages of its calls.
 //!
 //! **Attribution.** A connection accepted on a C-LAN is the socket of a registered non-TTS
 //! phone whose RAS source has the connection's source IP and who registered at that C-LAN
@@ -51,10 +52,11 @@ pub const TTS_BACKOFF_FIRST: Duration = Duration::from_secs(1);
 /// The longest wait between two rounds of a TTS phone's set-up.
 pub const TTS_BACKOFF_MAX: Duration = Duration::from_secs(32);
 
-/// A TTS phone that closes its established socket within this of the service frame has
-/// *declined* it (docs/rules.md §8.6): a standard H.323 endpoint closes an incoming
-/// call-signalling connection whose first PDU is not a Setup (H323Plus: "First PDU is not a
-/// Setup, connection not started"). It is set up again only after the back-off rounds.
+/// A TTS phone that asked for the service frame and closes its established socket within
+/// this of it, before any call, has *declined* it (docs/rules.md §8.6). (A standard endpoint,
+/// which does not ask, declines any socket it closes before a call ran on it: it takes a
+/// call-signalling connection only for a call.) It is set up again only after the back-off
+/// rounds.
 pub const DECLINE_WINDOW: Duration = Duration::from_secs(1);
 
 /// A signalling connection, numbered by the core.
@@ -204,8 +206,8 @@ pub enum SocketState {
     Setup,
     /// Socket mode: the socket is established.
     Established,
-    /// Socket mode, TTS: the phone closed its last socket within a second of the service
-    /// frame (docs/rules.md §8.6); it is set up again after its back-off.
+    /// Socket mode, TTS: the phone closed its last socket without using it
+    /// (docs/rules.md §8.6); it is set up again after its back-off.
     Declined,
     /// No socket and no place (a TTS phone waiting for room or its next round, a non-TTS
     /// phone whose socket closed).
@@ -239,16 +241,19 @@ pub(super) struct PhoneSocket {
     pub tried: Vec<ClanIdx>,
     /// TTS: the wait before its next round when this one fails.
     pub backoff: Duration,
-    /// When its socket was last established (the service frame written).
+    /// When its socket was last established.
     pub established_at: Option<Instant>,
-    /// TTS: sockets it declined (closed within [`DECLINE_WINDOW`] of the service frame).
+    /// A routed call ran on its socket since the socket was established
+    /// (docs/rules.md §8.7): a socket it then closes was used, not declined.
+    pub carried_call: bool,
+    /// TTS: sockets it declined (docs/rules.md §8.6).
     pub declines: u32,
     /// TTS: its last socket was declined, and it waits for its next round.
     pub declined: bool,
     /// Its RAS source IP.
     pub ip: IpAddr,
     /// Routed calls: its connection was (or is being) opened by the gatekeeper for a call
-    /// to it (docs/rules.md §8.7), so it carries the call's Setup, not the service frame.
+    /// to it (docs/rules.md §8.7), so the call's Setup is the first thing written on it.
     pub for_call: bool,
 }
 
@@ -261,6 +266,7 @@ impl PhoneSocket {
             tried: Vec::new(),
             backoff: TTS_BACKOFF_FIRST,
             established_at: None,
+            carried_call: false,
             declines: 0,
             declined: false,
             ip,
@@ -356,7 +362,9 @@ pub struct SocketStats {
     pub established: u64,
     /// TTS connects started.
     pub connects: u64,
-    /// TTS sockets declined: closed by the phone within a second of the service frame.
+    /// Service frames written: one per socket established for a phone that asked for it.
+    pub service_frames: u64,
+    /// TTS sockets declined: closed by the phone without being used (docs/rules.md §8.6).
     pub declines: u64,
     /// Octets phones sent on their sockets.
     pub octets: u64,

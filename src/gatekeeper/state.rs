@@ -75,6 +75,9 @@ pub struct SavedRegistration {
     pub region: RegionId,
     /// A TTS phone?
     pub tts: bool,
+    /// Its full RRQ asked for the service frame (docs/rules.md §8.4).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub service_frame: bool,
     /// The C-LAN its full RRQ arrived at, by name.
     pub registered_via: String,
     /// The C-LAN holding its socket, by name.
@@ -153,6 +156,7 @@ impl Gatekeeper {
                     .unwrap_or_default(),
                 region: r.region,
                 tts: r.tts,
+                service_frame: r.service_frame,
                 registered_via: name(r.registered_via),
                 socket: r.socket.map(name),
                 agl: r.agl.iter().map(|&clan| name(clan)).collect(),
@@ -340,6 +344,7 @@ impl Gatekeeper {
                 avaya: saved.avaya,
                 region: saved.region,
                 tts: saved.tts,
+                service_frame: saved.service_frame,
                 registered_via,
                 socket,
                 agl,

@@ -20,6 +20,7 @@ use super::hot_request::{
     additions, alias_address, bmp_octets, flags, object_identifier, sequence_number,
     socket_address, Walk,
 };
+use super::service_frame;
 
 /// A GCF or RCF as a phone keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +45,9 @@ pub enum Confirm<'a> {
         agl: Vec<SocketAddr>,
         /// `timeToLive`, seconds.
         time_to_live_s: Option<u32>,
+        /// Its `featureSet` says the gatekeeper writes the service frame
+        /// ([`service_frame`](super::service_frame)).
+        service_frame: bool,
     },
 }
 
@@ -99,6 +103,7 @@ fn registration_confirm<'a>(r: &mut Reader<'a>) -> Option<Confirm<'a>> {
     let endpoint_id = bmp_octets(r, 128)?;
     let mut agl = Vec::new();
     let mut time_to_live_s = None;
+    let mut service_frame = false;
     if extended {
         for index in additions(r, RCF_ADDITIONS)? {
             let mut content = r.open_type()?;
@@ -109,6 +114,14 @@ fn registration_confirm<'a>(r: &mut Reader<'a>) -> Option<Confirm<'a>> {
                 // willRespondToIRR, maintainConnection: BOOLEAN.
                 5 | 7 => {
                     c.bit()?;
+                }
+                // featureSet: only the one that confirms the service frame, whole.
+                15 => {
+                    let features = c.octets(service_frame::CONFIRM_OCTETS.len())?;
+                    if features != &service_frame::CONFIRM_OCTETS[..] {
+                        return None;
+                    }
+                    service_frame = true;
                 }
                 _ => return None,
             }
@@ -121,6 +134,7 @@ fn registration_confirm<'a>(r: &mut Reader<'a>) -> Option<Confirm<'a>> {
         endpoint_id,
         agl,
         time_to_live_s,
+        service_frame,
     })
 }
 
@@ -154,8 +168,8 @@ mod tests {
     use super::super::{decode, socket_addr, RasMessage};
     use super::*;
 
-    /// Sequence number, GCF rasAddress, RCF first callSignalAddress, endpoint id, AGL and
-    /// TTL.
+    /// Sequence number, GCF rasAddress, RCF first callSignalAddress, endpoint id, AGL,
+    /// TTL and the service frame confirmed.
     type Kept = (
         u16,
         Option<SocketAddr>,
@@ -163,6 +177,7 @@ mod tests {
         Vec<u8>,
         Vec<SocketAddr>,
         Option<u32>,
+        bool,
     );
 
     /// What the generated decoder makes of a GCF or RCF, in a [`Confirm`]'s terms.
@@ -175,6 +190,7 @@ mod tests {
                 Vec::new(),
                 Vec::new(),
                 None,
+                false,
             )),
             RasMessage::registrationConfirm(rcf) => Some((
                 rcf.request_seq_num.0,
@@ -187,6 +203,7 @@ mod tests {
                     .filter_map(|gk| socket_addr(&gk.ras_address))
                     .collect(),
                 rcf.time_to_live.map(|ttl| ttl.0),
+                service_frame::named(rcf.feature_set.as_ref()),
             )),
             _ => None,
         }
@@ -194,15 +211,22 @@ mod tests {
 
     fn kept(confirm: &Confirm<'_>) -> Kept {
         match confirm {
-            Confirm::Gcf { seq, ras_address } => {
-                (*seq, Some(*ras_address), None, Vec::new(), Vec::new(), None)
-            }
+            Confirm::Gcf { seq, ras_address } => (
+                *seq,
+                Some(*ras_address),
+                None,
+                Vec::new(),
+                Vec::new(),
+                None,
+                false,
+            ),
             Confirm::Rcf {
                 seq,
                 call_signal_address,
                 endpoint_id,
                 agl,
                 time_to_live_s,
+                service_frame,
             } => (
                 *seq,
                 None,
@@ -210,6 +234,7 @@ mod tests {
                 endpoint_id.to_vec(),
                 agl.clone(),
                 *time_to_live_s,
+                *service_frame,
             ),
         }
     }
@@ -226,10 +251,22 @@ mod tests {
             proptest::collection::vec(alias(), 0..3),
             proptest::option::of(1u32..),
             agl_entries(8),
+            any::<bool>(),
         )
             .prop_filter_map(
                 "identifiers and aliases the writers take",
-                |(gcf, seq, gatekeeper, endpoint, ras, call_signal, aliases, ttl, entries)| {
+                |(
+                    gcf,
+                    seq,
+                    gatekeeper,
+                    endpoint,
+                    ras,
+                    call_signal,
+                    aliases,
+                    ttl,
+                    entries,
+                    service_frame,
+                )| {
                     let gatekeeper = GatekeeperId::new(&gatekeeper).ok()?;
                     let mut out = Vec::new();
                     if gcf {
@@ -248,6 +285,7 @@ mod tests {
                             aliases: &crate::ras::PackedAliases::from(&aliases[..]),
                             time_to_live_s: ttl,
                             agl: agl.as_deref(),
+                            service_frame,
                         },
                     )?;
                     Some(out)

@@ -45,6 +45,9 @@ pub struct RrqParts<'a> {
     /// A keep-alive's `endpointIdentifier`, as UTF-16BE octets: the RRQ is then lightweight
     /// (`keepAlive` TRUE; a keep-alive carries no aliases and is a terminal's).
     pub keep_alive: Option<&'a [u8]>,
+    /// A full RRQ asks for the service frame: `featureSet` is
+    /// [`service_frame::request`](super::service_frame::request). (A keep-alive never does.)
+    pub service_frame: bool,
 }
 
 /// Writes a GRQ into `out` (cleared first), as
@@ -111,14 +114,17 @@ pub fn registration_request(out: &mut Vec<u8>, rrq: &RrqParts<'_>) -> Option<()>
     vendor(&mut w)?;
     // timeToLive (1), keepAlive (5), a keep-alive's endpointIdentifier (6),
     // willSupplyUUIEs (7) FALSE, maintainConnection (8) FALSE, a full RRQ's supportsAltGK
-    // (12) NULL, supportsAssignedGK (23) FALSE.
+    // (12) NULL, a full RRQ's featureSet (19) asking for the service frame,
+    // supportsAssignedGK (23) FALSE.
     let keep_alive = rrq.keep_alive.is_some();
+    let service_frame = rrq.service_frame && !keep_alive;
     let present = u64::from(rrq.time_to_live_s.is_some()) << 1
         | 1 << 5
         | u64::from(keep_alive) << 6
         | 1 << 7
         | 1 << 8
         | u64::from(!keep_alive) << 12
+        | u64::from(service_frame) << 19
         | 1 << 23;
     additions(&mut w, RRQ_ADDITIONS, present);
     if let Some(ttl) = rrq.time_to_live_s {
@@ -132,6 +138,12 @@ pub fn registration_request(out: &mut Vec<u8>, rrq: &RrqParts<'_>) -> Option<()>
     boolean_addition(&mut w, false)?;
     if !keep_alive {
         null_addition(&mut w)?;
+    }
+    if service_frame {
+        w.open_type(|w| {
+            w.octets(&super::service_frame::REQUEST_OCTETS);
+            Some(())
+        })?;
     }
     boolean_addition(&mut w, false)?;
     w.finish_into(out);
@@ -179,6 +191,7 @@ mod tests {
     use super::super::hot_strategies::{address, alias, generated, identifier};
     use super::super::reply::{EndpointId, GatekeeperId};
     use super::super::request;
+    use super::super::RasMessage;
     use super::*;
 
     fn gatekeeper() -> impl Strategy<Value = Option<GatekeeperId>> {
@@ -222,8 +235,9 @@ mod tests {
             aliases in proptest::collection::vec(alias(), 0..4),
             gatekeeper in gatekeeper(),
             ttl in proptest::option::of(0u32..),
+            service_frame in any::<bool>(),
         ) {
-            let message = request::registration_request(&request::Rrq {
+            let mut message = request::registration_request(&request::Rrq {
                 request_seq_num: seq,
                 call_signal_address: call,
                 ras_address: ras,
@@ -232,6 +246,9 @@ mod tests {
                 gatekeeper_id: gatekeeper.as_ref(),
                 time_to_live_s: ttl,
             });
+            if let (true, RasMessage::registrationRequest(rrq)) = (service_frame, &mut message) {
+                rrq.feature_set = Some(super::super::service_frame::request());
+            }
             let mut hot = vec![0xEE; 3];
             let written = registration_request(&mut hot, &RrqParts {
                 request_seq_num: seq,
@@ -242,6 +259,7 @@ mod tests {
                 gatekeeper_id: gatekeeper.as_ref().map(GatekeeperId::octets),
                 time_to_live_s: ttl,
                 keep_alive: None,
+                service_frame,
             });
             prop_assert_eq!(written.is_none(), extension_alias(&aliases));
             if written.is_some() {
@@ -270,6 +288,8 @@ mod tests {
                 gatekeeper_id: gatekeeper.as_ref().map(GatekeeperId::octets),
                 time_to_live_s: ttl,
                 keep_alive: Some(&endpoint_id),
+                // A keep-alive never asks: the flag is not written.
+                service_frame: true,
             });
             prop_assert!(written.is_some());
             prop_assert_eq!(hot, generated(&message));

@@ -49,6 +49,9 @@ pub struct RcfParts<'a> {
     pub time_to_live_s: Option<u32>,
     /// `alternateGatekeeper` as [`agl_octets`] wrote it; `None` for no AGL.
     pub agl: Option<&'a [u8]>,
+    /// `featureSet` confirms the service frame
+    /// ([`service_frame::confirm`](super::service_frame::confirm)).
+    pub service_frame: bool,
 }
 
 /// Writes a GCF into `out` (cleared first).
@@ -92,11 +95,13 @@ pub fn registration_confirm(out: &mut Vec<u8>, rcf: &RcfParts<'_>) -> Option<()>
     alias_list(&mut w, rcf.aliases.iter())?;
     bmp(&mut w, rcf.gatekeeper_id, 128)?;
     bmp(&mut w, rcf.endpoint_id, 128)?;
-    // alternateGatekeeper (0), timeToLive (1), willRespondToIRR (5), maintainConnection (7).
+    // alternateGatekeeper (0), timeToLive (1), willRespondToIRR (5), maintainConnection (7),
+    // featureSet (15).
     let present = u64::from(rcf.agl.is_some())
         | u64::from(rcf.time_to_live_s.is_some()) << 1
         | 1 << 5
-        | 1 << 7;
+        | 1 << 7
+        | u64::from(rcf.service_frame) << 15;
     additions(&mut w, RCF_ADDITIONS, present);
     if let Some(agl) = rcf.agl {
         w.unconstrained_length(agl.len())?;
@@ -108,6 +113,12 @@ pub fn registration_confirm(out: &mut Vec<u8>, rcf: &RcfParts<'_>) -> Option<()>
     // willRespondToIRR and maintainConnection: FALSE.
     boolean_addition(&mut w, false)?;
     boolean_addition(&mut w, false)?;
+    if rcf.service_frame {
+        w.open_type(|w| {
+            w.octets(&super::service_frame::CONFIRM_OCTETS);
+            Some(())
+        })?;
+    }
     w.finish_into(out);
     Some(())
 }
@@ -273,12 +284,13 @@ mod tests {
             aliases in proptest::collection::vec(alias(), 0..4),
             ttl in proptest::option::of(1u32..),
             agl_entries in agl_entries(20),
+            service_frame in any::<bool>(),
         ) {
             let (Ok(gatekeeper), Ok(endpoint)) = (GatekeeperId::new(&gatekeeper), EndpointId::new(&endpoint)) else {
                 return Ok(());
             };
             let agl = agl(agl_entries, &gatekeeper);
-            let message = reply::registration_confirm(&Rcf {
+            let mut message = reply::registration_confirm(&Rcf {
                 request_seq_num: seq,
                 gatekeeper_id: &gatekeeper,
                 endpoint_id: &endpoint,
@@ -287,6 +299,9 @@ mod tests {
                 time_to_live_s: ttl,
                 agl: &agl,
             });
+            if service_frame {
+                super::super::service_frame::confirm_in(&mut message);
+            }
             let agl_octets = agl_octets(&agl);
             prop_assert_eq!(agl_octets.is_none(), agl.is_empty());
             let endpoint_octets = endpoint.asn().0.to_bytes();
@@ -299,6 +314,7 @@ mod tests {
                 aliases: &PackedAliases::from(&aliases[..]),
                 time_to_live_s: ttl,
                 agl: agl_octets.as_deref(),
+                service_frame,
             });
             let extension_alias = aliases.iter().any(|a| matches!(a, Alias::UrlId(_)));
             // Every shape rasgk sends is written here; an alias of an extension alternative

@@ -30,6 +30,7 @@ use super::asn::RasMessage;
 use super::avaya::{self, AvayaEndpoint};
 use super::hot_phone::{GRQ_ADDITIONS, RRQ_ADDITIONS};
 use super::hot_reply::{DIALLED_DIGITS, RAS_MESSAGE_ROOT};
+use super::service_frame;
 
 /// What a walk makes of the components it reads and checks.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -133,6 +134,8 @@ pub struct FullRegistration<'a> {
     /// A gateway's `terminalType.gateway.protocol` (where its `supportedPrefixes` are):
     /// empty for an RRQ read here, which has none.
     pub gateway_protocols: &'a [asn::SupportedProtocols],
+    /// Its `featureSet` asks for the service frame ([`service_frame`](super::service_frame)).
+    pub service_frame: bool,
 }
 
 /// A BMPString as a request carries it: the UTF-16BE octets read here, or a decoded
@@ -190,6 +193,7 @@ impl<'a> From<&'a asn::RegistrationRequest> for FullRegistration<'a> {
                 .as_ref()
                 .and_then(|gateway| gateway.protocol.as_deref())
                 .unwrap_or_default(),
+            service_frame: service_frame::named(rrq.feature_set.as_ref()),
         }
     }
 }
@@ -336,6 +340,7 @@ pub(crate) fn read(octets: &[u8]) -> Option<Request<'_>> {
                 endpoint_id: kept.endpoint_id.map(Utf16::Octets),
                 avaya: None,
                 gateway_protocols: &[],
+                service_frame: kept.service_frame,
             }))
         }
         Walked::Rrq(
@@ -383,6 +388,8 @@ struct Kept<'a> {
     keep_alive: bool,
     endpoint_id: Option<&'a [u8]>,
     time_to_live: Option<u32>,
+    /// `featureSet` asks for the service frame, in the one shape a phone of rasgk's writes.
+    service_frame: bool,
 }
 
 fn walk(octets: &[u8], walk: Walk) -> Option<Walked<'_>> {
@@ -492,6 +499,7 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
         keep_alive: false,
         endpoint_id: None,
         time_to_live: None,
+        service_frame: false,
     };
     let mut keep_alive = None;
     let mut will_supply_uuies = None;
@@ -518,6 +526,14 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
                 10 => additive_registration = Some(null(c)?),
                 12 => supports_alt_gk = Some(null(c)?),
                 14 => multiple_calls = Some(c.bit()?),
+                // featureSet: only the one that asks for the service frame, whole.
+                19 => {
+                    let features = c.octets(service_frame::REQUEST_OCTETS.len())?;
+                    if features != &service_frame::REQUEST_OCTETS[..] {
+                        return None;
+                    }
+                    kept.service_frame = true;
+                }
                 21 => restart = Some(null(c)?),
                 22 => supports_acfsequences = Some(null(c)?),
                 23 => supports_assigned_gk = Some(c.bit()?),
@@ -560,7 +576,7 @@ fn registration_request<'a>(r: &mut Reader<'a>, walk: Walk) -> Option<Walked<'a>
             call_credit_capability: None,
             capacity_reporting_capability: None,
             capacity: None,
-            feature_set: None,
+            feature_set: kept.service_frame.then(service_frame::request),
             generic_data: None,
             restart,
             supports_acfsequences,
@@ -901,7 +917,7 @@ mod tests {
     }
 
     /// A GRQ, full RRQ or lightweight RRQ as `request::` builds them, a full RRQ's address
-    /// lists lengthened by up to two more.
+    /// lists lengthened by up to two more, and asking for the service frame or not.
     fn requests() -> impl Strategy<Value = RasMessage> {
         (
             0..3u8,
@@ -914,10 +930,23 @@ mod tests {
             proptest::option::of(1u32..),
             any::<bool>(),
             proptest::collection::vec(address(), 0..3),
+            any::<bool>(),
         )
             .prop_filter_map(
                 "identifiers the constructors accept",
-                |(which, seq, ras, call, aliases, gatekeeper, endpoint, ttl, gateway, more)| {
+                |(
+                    which,
+                    seq,
+                    ras,
+                    call,
+                    aliases,
+                    gatekeeper,
+                    endpoint,
+                    ttl,
+                    gateway,
+                    more,
+                    service_frame,
+                )| {
                     let gatekeeper = match gatekeeper {
                         Some(id) => Some(GatekeeperId::new(&id).ok()?),
                         None => None,
@@ -942,6 +971,8 @@ mod tests {
                                 let more = more.into_iter().map(super::super::transport_address);
                                 rrq.call_signal_address.extend(more.clone());
                                 rrq.ras_address.extend(more.rev());
+                                rrq.feature_set =
+                                    service_frame.then(super::super::service_frame::request);
                             }
                             message
                         }

@@ -46,6 +46,7 @@ mod packed_aliases;
 mod peek;
 pub mod reply;
 pub mod request;
+pub mod service_frame;
 mod shorten;
 
 /// The generated ASN.1 types: H323-MESSAGES (RAS and what it reaches), and the parts of

@@ -147,9 +147,15 @@ impl Figures {
             ),
             (
                 "rasgk_tts_declines_total",
-                "TTS sockets declined: closed by the phone within a second of the service \
-                 frame, as a standard H.323 endpoint does.",
+                "TTS sockets declined: closed by the phone before any call ran on them, as a \
+                 standard H.323 endpoint closes a connection that brings no Setup.",
                 s.declines,
+            ),
+            (
+                "rasgk_service_frames_total",
+                "Service frames written: empty TPKT frames telling a phone that asked for them \
+                 that its socket is in service.",
+                s.service_frames,
             ),
             (
                 "rasgk_signal_octets_total",

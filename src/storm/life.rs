@@ -394,6 +394,7 @@ impl<'a> Life<'a> {
             match self.exchange(clan, &rrq).await {
                 Some(Answer::Rcf {
                     call_signal_address,
+                    service_frame,
                     ..
                 }) => {
                     let now = Instant::now();
@@ -407,7 +408,11 @@ impl<'a> Life<'a> {
                     self.outcome.call_signal_address = call_signal_address;
                     if let Some(socket) = &mut self.socket {
                         socket
-                            .registered(call_signal_address, self.heard_at, give_up)
+                            .registered(
+                                call_signal_address,
+                                (self.heard_at, service_frame),
+                                give_up,
+                            )
                             .await;
                     }
                     return true;

@@ -149,7 +149,9 @@ pub struct StormArgs {
     #[arg(long, value_name = "N")]
     pub processes: Option<usize>,
     /// Socket mode: after each RCF a phone gets a TCP socket at the C-LAN, in service when
-    /// the gatekeeper writes the empty TPKT frame (03 00 00 04) on it. A non-TTS phone
+    /// the gatekeeper writes the empty TPKT frame (03 00 00 04) on it: the phones ask for that
+    /// frame in their RRQs (an H.460.1 feature of rasgk's own), and a gatekeeper whose RCF
+    /// does not confirm it puts a socket in service once it is up. A non-TTS phone
     /// connects from its own IP to the RCF's callSignalAddress (a reset is "busy": it tries
     /// again after a back-off of 50 ms doubling to 2 s, none started after --give-up-s); the
     /// gatekeeper connects to a TTS phone's callSignalAddress (its IP, the port of this
@@ -544,6 +546,9 @@ impl StormArgs {
                 );
                 let mut phone = Phone::extension(extension, SocketAddr::new(ip, 0));
                 phone.password.clone_from(&self.password);
+                // A phone with a socket asks to be told when it is in service
+                // (docs/rules.md §8.4): a gatekeeper writes that frame only to phones that ask.
+                phone.service_frame = self.sockets;
                 (ip, phone, tts)
             })
             .collect()
@@ -1121,6 +1126,8 @@ mod tests {
                             aliases: &crate::ras::PackedAliases::default(),
                             time_to_live_s: Some(300),
                             agl: None,
+                            // It writes the service frame.
+                            service_frame: true,
                         },
                     );
                     let phone = rrq

@@ -14,7 +14,10 @@
 //!
 //! Either way the socket is **in service** when the gatekeeper writes the empty TPKT frame
 //! [`SERVICE_FRAME`] (`03 00 00 04`) on it, which it does once the socket's establishment
-//! (its `setup_ms`) is over. **Time to service** is from the RCF to that frame, measured once
+//! (its `setup_ms`) is over. The phones ask for that frame in their RRQs
+//! ([`crate::ras::service_frame`]); a gatekeeper whose RCF does not confirm it writes none,
+//! and the socket is then in service once the connection is up. **Time to service** is from
+//! the RCF to that frame (or connection), measured once
 //! per registration (a socket lost and won back later is not measured again): from when the
 //! kernel received the RCF for a TTS phone, from when it acted on it (connecting) for a
 //! non-TTS phone, to when the kernel received the frame ([`super::stamp`]), so that the
@@ -118,8 +121,16 @@ pub(super) struct SocketInService {
 }
 
 /// Reads `stream` until the empty TPKT frame: `Ok(Some((when the kernel received it, what
-/// followed it in the same read)))`, or `Ok(None)` when the connection ended first.
-async fn service_frame(stream: &mut TcpStream) -> io::Result<Option<(Duration, Vec<u8>)>> {
+/// followed it in the same read)))`, or `Ok(None)` when the connection ended first. When the
+/// gatekeeper did not confirm the frame (`told` false) none comes: the socket is in service
+/// now, as it is.
+async fn service_frame(
+    stream: &mut TcpStream,
+    told: bool,
+) -> io::Result<Option<(Duration, Vec<u8>)>> {
+    if !told {
+        return Ok(Some((super::wall_clock::wall_time(), Vec::new())));
+    }
     let mut scan = FrameScan::default();
     let mut buffer = [0u8; 512];
     loop {
@@ -213,10 +224,10 @@ enum Attempt {
     GaveUp,
 }
 
-/// One connection from `from` (port 0) to `to`, kept until the empty TPKT frame or the end
-/// of the connection. A connection not yet established by `give_up` is abandoned; one
-/// established waits for its frame however long (the caller stops it).
-async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
+/// One connection from `from` (port 0) to `to`, kept until the empty TPKT frame (when `told`
+/// it comes) or the end of the connection. A connection not yet established by `give_up` is
+/// abandoned; one established waits for its frame however long (the caller stops it).
+async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant, told: bool) -> Attempt {
     let socket = match to {
         SocketAddr::V4(_) => TcpSocket::new_v4(),
         SocketAddr::V6(_) => TcpSocket::new_v6(),
@@ -238,7 +249,7 @@ async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
         Ok(Err(error)) if turned_away(&error) => return Attempt::TurnedAway,
         Ok(Err(error)) => return Attempt::Failed(error),
     };
-    match service_frame(&mut stream).await {
+    match service_frame(&mut stream, told).await {
         Ok(Some((at, early))) => Attempt::Service(SocketInService { stream, at, early }),
         Ok(None) => Attempt::TurnedAway,
         Err(error) if turned_away(&error) => Attempt::TurnedAway,
@@ -247,19 +258,20 @@ async fn attempt(from: IpAddr, to: SocketAddr, give_up: Instant) -> Attempt {
 }
 
 /// A non-TTS phone's way to a socket: connects from its IP `from` to the C-LAN's signalling
-/// address `to` until a connection is put in service, waiting a [`Backoff`] after each
-/// rejection (counted in `record`, as other failures are): the socket in service. `None`
-/// once `give_up` has passed with no socket: no attempt starts after it.
+/// address `to` until a connection is put in service (`told`: by the service frame),
+/// waiting a [`Backoff`] after each rejection (counted in `record`, as other failures are):
+/// the socket in service. `None` once `give_up` has passed with no socket: no attempt starts
+/// after it.
 pub(super) async fn connect_until_service(
     from: IpAddr,
     to: SocketAddr,
-    give_up: Instant,
+    (give_up, told): (Instant, bool),
     rng: &mut ChaCha8Rng,
     record: &mut Record,
 ) -> Option<SocketInService> {
     let mut backoff = Backoff::default();
     while Instant::now() < give_up {
-        match attempt(from, to, give_up).await {
+        match attempt(from, to, give_up, told).await {
             Attempt::Service(socket) => return Some(socket),
             Attempt::TurnedAway => record.rejected += 1,
             // Named by the C-LAN, not the phone, so that phones' failures add up.
@@ -277,10 +289,11 @@ pub(super) async fn connect_until_service(
 pub(super) struct Inbox(UnboundedReceiver<TcpStream>);
 
 /// A TTS phone's way to a socket: takes the connections made to it until one is put in
-/// service. One that ends first is dropped, and so is one still waiting for its frame when a
-/// newer one comes (the gatekeeper is setting up the newer). Once the acceptor is gone, waits
-/// on what it has (for ever when nothing). Returns the socket in service.
-pub(super) async fn accept_until_service(inbox: &mut Inbox) -> SocketInService {
+/// service (`told`: by the service frame; otherwise the first one is). One that ends first is
+/// dropped, and so is one still waiting for its frame when a newer one comes (the gatekeeper
+/// is setting up the newer). Once the acceptor is gone, waits on what it has (for ever when
+/// nothing). Returns the socket in service.
+pub(super) async fn accept_until_service(inbox: &mut Inbox, told: bool) -> SocketInService {
     /// What happened while waiting for the frame.
     enum Heard {
         Frame(Duration, Vec<u8>),
@@ -299,7 +312,7 @@ pub(super) async fn accept_until_service(inbox: &mut Inbox) -> SocketInService {
             continue;
         };
         let heard = tokio::select! {
-            got = service_frame(stream) => match got {
+            got = service_frame(stream, told) => match got {
                 Ok(Some((at, early))) => Heard::Frame(at, early),
                 _ => Heard::Ended,
             },
@@ -530,13 +543,13 @@ impl PhoneSocket {
     }
 
     /// A full RCF came at `at` (when the kernel received it, since the UNIX epoch), naming
-    /// `call_signal_address`: the phone gets a socket for
-    /// this registration (a non-TTS phone already connecting or connected to that same
-    /// address keeps at it; a TTS phone keeps waiting or holding).
+    /// `call_signal_address` and confirming the service frame or not (`told`): the phone
+    /// gets a socket for this registration (a non-TTS phone already connecting or connected
+    /// to that same address keeps at it; a TTS phone keeps waiting or holding).
     pub async fn registered(
         &mut self,
         call_signal_address: Option<SocketAddr>,
-        at: Duration,
+        (at, told): (Duration, bool),
         give_up: Instant,
     ) {
         if let Some(running) = &self.running {
@@ -576,6 +589,7 @@ impl PhoneSocket {
             own: self.own,
             to,
             rcf_at,
+            told,
             give_up,
             gauge: self.gauge.clone(),
             rng: ChaCha8Rng::from_rng(&mut self.rng),
@@ -626,6 +640,8 @@ struct SocketLife {
     /// Where its time to service starts, since the UNIX epoch (see
     /// [`PhoneSocket::registered`]).
     rcf_at: Duration,
+    /// The RCF confirmed the service frame: a socket is in service when it comes.
+    told: bool,
     give_up: Instant,
     gauge: Gauge,
     rng: ChaCha8Rng,
@@ -819,9 +835,10 @@ impl SocketLife {
     /// A socket in service, by the phone's way; `None` when a non-TTS phone gave up.
     async fn obtain(&mut self, way: &mut Way, record: &mut Record) -> Option<SocketInService> {
         match (way, self.to) {
-            (Way::Accept(inbox), _) => Some(accept_until_service(inbox).await),
+            (Way::Accept(inbox), _) => Some(accept_until_service(inbox, self.told).await),
             (Way::Connect, Some(to)) => {
-                connect_until_service(self.own, to, self.give_up, &mut self.rng, record).await
+                let until = (self.give_up, self.told);
+                connect_until_service(self.own, to, until, &mut self.rng, record).await
             }
             (Way::Connect, None) => None,
         }
@@ -840,7 +857,9 @@ mod tests {
     /// The phone's RCF, naming `clan`, came now; it gives up after [`WAIT`].
     async fn registered_now(phone: &mut PhoneSocket, clan: Option<SocketAddr>) {
         let now = crate::storm::wall_clock::wall_time();
-        phone.registered(clan, now, Instant::now() + WAIT).await;
+        phone
+            .registered(clan, (now, true), Instant::now() + WAIT)
+            .await;
     }
 
     #[test]
@@ -1016,7 +1035,7 @@ mod tests {
             connect_until_service(
                 IpAddr::from([127, 9, 3, 1]),
                 nowhere,
-                give_up,
+                (give_up, true),
                 &mut rng,
                 &mut record,
             ),
@@ -1125,7 +1144,7 @@ mod tests {
         let (tx, rx) = unbounded_channel();
         let mut inbox = Inbox(rx);
         tx.send(older_phone).unwrap();
-        let waiting = tokio::spawn(async move { accept_until_service(&mut inbox).await });
+        let waiting = tokio::spawn(async move { accept_until_service(&mut inbox, true).await });
         tokio::time::sleep(Duration::from_millis(20)).await;
         tx.send(newer_phone).unwrap();
         newer.write_all(&SERVICE_FRAME).await.unwrap();

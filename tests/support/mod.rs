@@ -8,6 +8,8 @@ pub mod lab;
 pub mod messages;
 pub mod netns;
 pub mod rate;
+pub mod routed;
 pub mod server;
+pub mod strict;
 pub mod tcp;
 pub mod tshark;

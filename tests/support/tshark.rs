@@ -126,6 +126,29 @@ pub fn decode(pcap: &Path, extra_args: &[&str]) -> Decoded {
     decode_with(pcap, &Options::default(), extra_args)
 }
 
+/// What tshark reads of TCP segments (call signalling on port 1720), written into a pcap
+/// of their own (`name` tells the file from other tests'), with TCP checksums checked.
+/// `RASGK_KEEP_PCAP=1` keeps the capture and prints its path.
+pub fn decode_tcp(name: &str, segments: &[rasgk::pcap::TcpSegment]) -> Decoded {
+    let dir = std::env::temp_dir().join(format!("rasgk-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pcap = dir.join(format!("{name}.pcap"));
+    let file = std::fs::File::create(&pcap).unwrap();
+    let mut writer = rasgk::pcap::PcapWriter::new(file).unwrap();
+    for segment in segments {
+        writer.write_tcp(segment).unwrap();
+    }
+    writer.flush().unwrap();
+    drop(writer);
+    let decoded = decode(&pcap, &["-o", "tcp.check_checksum:TRUE"]);
+    if std::env::var_os("RASGK_KEEP_PCAP").is_none() {
+        std::fs::remove_dir_all(&dir).ok();
+    } else {
+        eprintln!("pcap kept at {}", pcap.display());
+    }
+    decoded
+}
+
 /// [`decode`] with explicit [`Options`].
 pub fn decode_with(pcap: &Path, options: &Options, extra_args: &[&str]) -> Decoded {
     let exe = tshark().expect("tshark not found (install with apt-get install tshark)");

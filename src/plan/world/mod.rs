@@ -295,6 +295,9 @@ impl<'s> World<'s> {
                 let mut phone =
                     Phone::extension(extension, SocketAddr::new(IpAddr::V4(ip), PHONE_RAS_PORT));
                 phone.time_to_live_s = group.ttl_s;
+                // In socket mode the planned phones are rasgk's own: they ask to be told when
+                // their socket is in service (docs/rules.md §8.4).
+                phone.service_frame = world.config.gatekeeper.sockets == SocketMode::Tcp;
                 let index = world.phones.len() as u32;
                 let seed = scenario.seed ^ (u64::from(index) << 20) ^ 0x5eed;
                 world
