@@ -724,11 +724,9 @@ impl Lab {
                         connection.glue,
                         connection.closed_by_core
                     );
-                    let message = self.check_frame(id, &payload);
-                    if let Some(crv) = message {
-                        self.messages_written += 1;
-                        remember(&mut self.connections[at].written, crv);
-                    }
+                    let crv = self.check_frame(id, &payload);
+                    self.messages_written += 1;
+                    remember(&mut self.connections[at].written, crv);
                 }
                 Command::Close { id, .. } => {
                     let at = *self
@@ -747,9 +745,10 @@ impl Lab {
         }
     }
 
-    /// One `Send` payload: a whole TPKT frame, empty or a Q.931 message; a Release Complete
-    /// of the gatekeeper's own reads with `facts`. The message's call reference.
-    fn check_frame(&self, id: ConnectionId, frame: &[u8]) -> Option<CallReference> {
+    /// One `Send` payload: a whole TPKT frame holding a Q.931 message — never an empty one,
+    /// since no phone of a script asks for the service frame (docs/rules.md §8.4); a Release
+    /// Complete of the gatekeeper's own reads with `facts`. The message's call reference.
+    fn check_frame(&self, id: ConnectionId, frame: &[u8]) -> CallReference {
         assert!(
             frame.len() >= tpkt::HEADER
                 && frame[0] == tpkt::VERSION
@@ -757,9 +756,10 @@ impl Lab {
             "a Send on {id} is not one whole TPKT frame: {frame:02x?}"
         );
         let payload = &frame[tpkt::HEADER..];
-        if payload.is_empty() {
-            return None;
-        }
+        assert!(
+            !payload.is_empty(),
+            "an empty TPKT frame on {id}, which no phone asked for"
+        );
         let message = Message::parse(payload)
             .unwrap_or_else(|e| panic!("a Send on {id} is no Q.931 message ({e}): {payload:02x?}"));
         if message.message_type == MessageType::ReleaseComplete {
@@ -773,7 +773,7 @@ impl Lab {
                 );
             }
         }
-        Some(message.call_reference)
+        message.call_reference
     }
 
     /// The invariants of the state between steps.
