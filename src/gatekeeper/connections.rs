@@ -11,7 +11,7 @@ use super::events::Event;
 use super::registry;
 use super::signalling::{
     Closing, Command, ConnectionId, Phase, PhoneSocket, Refusal, SocketState, SocketTimer,
-    DECLINE_WINDOW, TTS_BACKOFF_FIRST, TTS_BACKOFF_MAX,
+    TTS_BACKOFF_FIRST, TTS_BACKOFF_MAX,
 };
 use super::topology::ClanIdx;
 use super::{policy, Gatekeeper};
@@ -434,9 +434,36 @@ impl Gatekeeper {
             phone.tried.push(clan);
         }
         if !self.queue_tts(now, key) {
+            self.unreachable(key, how);
             self.back_off(now, key);
         }
         self.pump(now, clan);
+    }
+
+    /// A TTS phone's connects failed from every candidate C-LAN of this round (`how`): the
+    /// phone is gone or not listening. That is no decline (docs/rules.md §8.6): it waits for
+    /// its back-off rounds, said once per registration.
+    fn unreachable(&mut self, key: u64, how: Closing) {
+        let Some(phone) = self.signalling.phones.get_mut(&key) else {
+            return;
+        };
+        if std::mem::replace(&mut phone.unreachable_logged, true) {
+            return;
+        }
+        let to = self
+            .registry
+            .get(key)
+            .and_then(|r| r.call_signal_address().first().copied());
+        let why = match how {
+            Closing::ConnectTimedOut => "not answered in time",
+            _ => "refused or unreachable",
+        };
+        tracing::info!(
+            endpoint_id = %registry::endpoint_id_text(key),
+            call_signal_address = ?to,
+            "TTS phone's socket cannot be opened from any C-LAN of its AGL (connect {why}: the \
+             phone is gone or not listening); set up again after back-off rounds"
+        );
     }
 
     /// Frees the place a phone's socket (or set-up) held, counting why it ended: the phone
@@ -774,21 +801,20 @@ enum Used {
 
 /// Did a TTS phone that closed its socket itself decline it (docs/rules.md §8.6)?
 ///
-/// - A standard endpoint (it did not ask for the service frame) takes a call-signalling
-///   connection only for a call: closing one that carried none — at once, or after its idle
-///   read timeout (H323Plus: 15 s) — is a decline, however long it was held.
-/// - A phone that asked for the service frame holds its socket for its registration: a close
-///   within [`DECLINE_WINDOW`] of the frame, before any call, is a decline; a later one is a
-///   socket lost, set up again at once.
+/// A standard endpoint (it did not ask for the service frame) takes a call-signalling
+/// connection only for a call: closing one that carried none — at once, or after its idle
+/// read timeout (H323Plus: 15 s) — is a decline, however long it was held. A phone that asked
+/// for the service frame holds its socket for its registration, as Avaya's phones do: a socket
+/// it closes is lost, never declined, and is set up again at once.
 fn declined(used: Used, service_frame: bool) -> bool {
-    match used {
-        Used::Up {
-            carried_call: true, ..
-        }
-        | Used::NotUp
-        | Used::ForCall => false,
-        Used::Up { held, .. } => !service_frame || held < DECLINE_WINDOW,
-    }
+    !service_frame
+        && matches!(
+            used,
+            Used::Up {
+                carried_call: false,
+                ..
+            }
+        )
 }
 
 #[cfg(test)]
@@ -818,20 +844,16 @@ mod tests {
     }
 
     #[test]
-    fn a_phone_that_asked_for_the_service_frame_declines_only_within_the_window() {
-        let at = |held| Used::Up {
-            held,
-            carried_call: false,
-        };
-        assert!(declined(at(Duration::from_millis(10)), true));
-        assert!(!declined(at(DECLINE_WINDOW), true));
-        assert!(!declined(at(Duration::from_secs(15)), true));
-        assert!(!declined(
-            Used::Up {
-                held: Duration::ZERO,
-                carried_call: true
-            },
-            true
-        ));
+    fn a_phone_that_asked_for_the_service_frame_never_declines() {
+        for held in [
+            Duration::ZERO,
+            Duration::from_millis(10),
+            Duration::from_secs(15),
+        ] {
+            for carried_call in [false, true] {
+                let up = Used::Up { held, carried_call };
+                assert!(!declined(up, true), "held {held:?}, a call {carried_call}");
+            }
+        }
     }
 }

@@ -52,13 +52,6 @@ pub const TTS_BACKOFF_FIRST: Duration = Duration::from_secs(1);
 /// The longest wait between two rounds of a TTS phone's set-up.
 pub const TTS_BACKOFF_MAX: Duration = Duration::from_secs(32);
 
-/// A TTS phone that asked for the service frame and closes its established socket within
-/// this of it, before any call, has *declined* it (docs/rules.md §8.6). (A standard endpoint,
-/// which does not ask, declines any socket it closes before a call ran on it: it takes a
-/// call-signalling connection only for a call.) It is set up again only after the back-off
-/// rounds.
-pub const DECLINE_WINDOW: Duration = Duration::from_secs(1);
-
 /// A signalling connection, numbered by the core.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
@@ -250,6 +243,8 @@ pub(super) struct PhoneSocket {
     pub declines: u32,
     /// TTS: its last socket was declined, and it waits for its next round.
     pub declined: bool,
+    /// TTS: that its socket cannot be opened (every connect of a round failed) was logged.
+    pub unreachable_logged: bool,
     /// Its RAS source IP.
     pub ip: IpAddr,
     /// Routed calls: its connection was (or is being) opened by the gatekeeper for a call
@@ -269,6 +264,7 @@ impl PhoneSocket {
             carried_call: false,
             declines: 0,
             declined: false,
+            unreachable_logged: false,
             ip,
             for_call: false,
         }

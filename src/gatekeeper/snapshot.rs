@@ -87,8 +87,8 @@ pub struct RegistrationView {
     /// `queued`, `connecting`, `setup`, `established`, or `none`).
     #[serde(default)]
     pub socket: SocketState,
-    /// Socket mode, TTS: sockets it declined, closing them within a second of the service
-    /// frame (docs/rules.md §8.6).
+    /// Socket mode, TTS: sockets it declined, closing them before any call ran on them
+    /// (docs/rules.md §8.6).
     #[serde(default)]
     pub socket_declines: u32,
     /// An Avaya endpoint (its RRQ carried Avaya's CCMS `nonStandardData`)?
