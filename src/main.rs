@@ -99,8 +99,13 @@ enum Command {
     /// storm processes started at one instant and reported as one (--processes, by default
     /// as many as the limit requires). With --sockets the phones hold TCP signalling
     /// sockets at their C-LANs, and with --calls-per-s they call each other through a
-    /// gatekeeper that routes calls. Exit status 0 when every phone registered (and every
-    /// routed call connected), 1 when some did not, 2 when the storm could not run.
+    /// gatekeeper that routes calls. At its end — or at Ctrl-C, which ends it early — every
+    /// registered phone unregisters (URQ), so the gatekeeper holds nothing of the storm
+    /// afterwards; --leave-registered keeps them, to watch their TTLs run out. A phone
+    /// refused for good (RRJ duplicateAlias: its extension held from another address;
+    /// securityDenial, …) stops at once, and the report says who holds the alias and what
+    /// to do. Exit status 0 when every phone registered (and every routed call connected),
+    /// 1 when some did not, 2 when the storm could not run.
     ///
     /// Examples:
     ///   rasgk storm --phones 1000 --tts-share 0.5

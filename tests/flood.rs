@@ -198,6 +198,8 @@ fn a_grq_flood_from_one_source_does_not_keep_1000_phones_from_registering() {
             "4",
             "--give-up-s",
             "60",
+            // Its registrations are read back after it.
+            "--leave-registered",
             "--json",
         ])
         .stdout(std::process::Stdio::piped())

@@ -109,21 +109,27 @@ fn a_socket_mode_storm_gives_every_phone_one_established_connection() {
         "{samples} samples; time to service {}",
         report["time_to_service_ms"]
     );
-    // The storm ended: its phones' connections closed, their sockets are gone, and they
-    // are still registered. (TTS phones are set up again, in vain now, so their places
-    // come and go until their registrations expire.)
+    // The storm ended: its phones unregistered, then closed their connections. Nothing is
+    // left: no registration, no place, no socket, by the admin port and by the OS.
+    assert_eq!(report["unregistered"], phones);
     until(
         Duration::from_secs(10),
-        "sockets closed after the storm",
-        || clans(&served).iter().all(|c| c.2 == 0),
+        "nothing held after the storm",
+        || {
+            clans(&served)
+                .iter()
+                .all(|c| c.2 == 0 && c.3 == 0 && c.4 == 0)
+        },
     );
+    let (os, _) = os_and_admin(&served);
+    assert!(os.values().all(|&n| n == 0), "{os:?}");
     assert_eq!(
         served
             .get_json("/api/registrations")
             .as_array()
             .unwrap()
             .len(),
-        phones
+        0
     );
     served.stop();
 }

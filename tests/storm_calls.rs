@@ -56,15 +56,6 @@ fn routed_calls(served: &Served) -> Vec<Value> {
         .collect()
 }
 
-/// One series of `/metrics` with its labels, e.g. `rasgk_calls_ended_total{reason="…"}`.
-fn metric(served: &Served, series: &str) -> f64 {
-    let (_, text) = support::server::http_get(served.admin, "/metrics").unwrap();
-    text.lines()
-        .find_map(|line| line.strip_prefix(series))
-        .and_then(|rest| rest.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {series} in /metrics"))
-}
-
 /// The issue's acceptance test: 2,000 phones (half TTS, three regions, in three storm
 /// processes, so a callee is mostly in another process than its caller) place 1,000 routed
 /// calls at 100 a second, each held 3 s.
@@ -172,7 +163,7 @@ fn a_thousand_routed_calls_between_two_thousand_phones_connect_on_the_clans_of_t
     assert_eq!(calls["answered"], CALLS);
     assert_eq!(calls["in_progress_at_end"], 0);
     assert_eq!(calls["in_progress_at_end_admin"], 0);
-    assert_eq!(metric(&served, "rasgk_calls_connected_total"), CALLS as f64);
+    assert_eq!(served.series("rasgk_calls_connected_total"), CALLS as f64);
     // The report's sockets are the gatekeeper's: every phone held its socket in service in
     // every 100-ms slot from the first Setup to the last call's end, and at the end.
     assert_eq!(report["phones_without_socket"], 0);
@@ -244,7 +235,7 @@ fn calls_to_a_number_nobody_registered_fail_by_the_gatekeepers_answer() {
         "{calls}"
     );
     let ended = r#"rasgk_calls_ended_total{reason="called_party_not_registered"}"#;
-    assert_eq!(metric(&served, ended), 10.0);
+    assert_eq!(served.series(ended), 10.0);
 
     let child = storm(net, 20, "0.5", &calls_to_nobody);
     let (status, report) = child.report_and_status(Duration::from_secs(60));
@@ -258,7 +249,7 @@ fn calls_to_a_number_nobody_registered_fail_by_the_gatekeepers_answer() {
     );
     assert_eq!(report["rejected"]["ARJ calledPartyNotRegistered"], 10);
     assert_eq!(
-        metric(&served, ended),
+        served.series(ended),
         10.0,
         "no Setup reached the gatekeeper"
     );

@@ -101,6 +101,8 @@ pub fn storm_args(phones: usize) -> Result<StormArgs, String> {
         "500000",
         "--from",
         "600000",
+        // The gatekeeper's registrations are read back after the storm.
+        "--leave-registered",
     ];
     parse_storm_line(&line).map_err(|e| format!("the storm's options: {e}"))
 }

@@ -271,13 +271,17 @@ impl Fleet {
 
     /// Waits until every child's phones are in service (or its wait for them is over), then
     /// starts their routed calls a moment later at one wall-clock instant; the progress bar
-    /// turns to the `calls` expected.
+    /// turns to the `calls` expected. `false`, and no calls, when no phone of the storm
+    /// registered: the storm then ends ([`Fleet::end`]).
     pub async fn start_calls(
         &mut self,
         progress: &indicatif::ProgressBar,
         calls: u64,
-    ) -> Result<(), StormError> {
+    ) -> Result<bool, StormError> {
         self.until(Step::InService, progress).await?;
+        if self.shards.iter().all(|s| s.registered == 0) {
+            return Ok(false);
+        }
         super::progress_calls(progress, calls);
         let at = wall_time() + Duration::from_millis(50);
         for shard in &mut self.shards {
@@ -285,7 +289,7 @@ impl Fleet {
                 return Err(shard.failure(&reason).await);
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Waits until every child's phones have registered or given up (and `--duration` has

@@ -35,6 +35,77 @@ use crate::phone::{Answer, Phone};
 use crate::phone_timing::NO_CONNECT;
 use crate::ras::Alias;
 
+/// How long the phones have, once the storm ends (or is interrupted), for their URQ: a phone
+/// with no UCF by then is counted and left.
+pub(super) const UNREGISTER_WITHIN: Duration = Duration::from_secs(5);
+
+/// Is this GRJ or RRJ (`message`, `reason` by its ASN.1 name) one a retry cannot change?
+/// The same request gets the same answer: an alias another endpoint holds, a password the
+/// gatekeeper refuses, an address or alias it finds invalid. The phone then stops trying at
+/// once (a storm once sent 120,000 RRQs at aliases an earlier storm's phones still held).
+/// `resourceUnavailable`, `discoveryRequired`, `fullRegistrationRequired`,
+/// `undefinedReason` and the like change with the gatekeeper's state, and are tried again.
+pub(super) fn final_reject(message: &str, reason: &str) -> bool {
+    match message {
+        "RRJ" => matches!(
+            reason,
+            "duplicateAlias"
+                | "securityDenial"
+                | "securityError"
+                | "invalidAlias"
+                | "invalidTerminalAliases"
+                | "invalidRevision"
+                | "invalidCallSignalAddress"
+                | "invalidRASAddress"
+                | "invalidTerminalType"
+                | "transportNotSupported"
+                | "transportQOSNotSupported"
+                | "additiveRegistrationNotSupported"
+                | "neededFeatureNotSupported"
+        ),
+        "GRJ" => matches!(
+            reason,
+            "terminalExcluded"
+                | "invalidRevision"
+                | "securityDenial"
+                | "securityError"
+                | "neededFeatureNotSupported"
+        ),
+        _ => false,
+    }
+}
+
+/// Completes when the storm's end (as `end` says it, set early when the storm is
+/// interrupted) has come; never, while it is not set or once its sender is gone without one.
+async fn the_end(mut end: tokio::sync::watch::Receiver<Option<Instant>>) {
+    loop {
+        let until = *end.borrow_and_update();
+        match until {
+            Some(until) if Instant::now() >= until => return,
+            Some(until) => tokio::select! {
+                () = tokio::time::sleep_until(until.into()) => return,
+                changed = end.changed() => if changed.is_err() { return },
+            },
+            None => {
+                if end.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+        }
+    }
+}
+
+/// A phone's attempts ended by a rejection a retry cannot change ([`final_reject`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Refused {
+    /// The message and reason, `"RRJ duplicateAlias"`.
+    pub reject: String,
+    /// The phone's first alias.
+    pub alias: String,
+    /// Its RAS address.
+    pub phone: SocketAddr,
+}
+
 /// What every phone of a storm shares.
 pub(super) struct Plan {
     /// The gatekeeper's discovery address.
@@ -50,7 +121,7 @@ pub(super) struct Plan {
     /// How long a later registration is tried (after a gatekeeper URQ or a keep-alive not
     /// answered with an RCF) before the phone gives up: `--give-up-s` again, from then.
     pub try_for: Duration,
-    /// Send URQ at the end.
+    /// Send URQ at the end (unless `--leave-registered`).
     pub unregister: bool,
     /// Where to record every datagram, if anywhere.
     pub record: Option<Arc<Mutex<Vec<Datagram>>>>,
@@ -150,6 +221,10 @@ pub(super) struct Outcome {
     pub dropped: u64,
     /// Unregistered at the end with UCF.
     pub unregistered: bool,
+    /// Sent URQ at the end and heard no UCF within [`UNREGISTER_WITHIN`].
+    pub unregister_failed: bool,
+    /// A rejection a retry cannot change ended its attempts.
+    pub refused: Option<Refused>,
     /// `destCallSignalAddress` of each ACF (for a trunk call, the placing node).
     pub calls: Vec<SocketAddr>,
     /// Calls refused, by reason (`"ARJ resourceUnavailable"`) — also in `rejects`.
@@ -176,6 +251,8 @@ pub(super) struct Life<'a> {
     pub caller: Option<Caller>,
     /// This phone's seed (also part of its call identifiers).
     seed: u64,
+    /// When the storm ends (set early when it is interrupted).
+    end: tokio::sync::watch::Receiver<Option<Instant>>,
     /// When the kernel received the last datagram [`Life::receive`] returned, since the UNIX
     /// epoch: an RCF's is where its time to service starts.
     heard_at: Duration,
@@ -200,7 +277,14 @@ fn call_identifier(phone: &Phone, seed: u64, tail: [u8; 8]) -> [u8; 16] {
 }
 
 impl<'a> Life<'a> {
-    pub fn new(phone: Phone, line: Line, seed: u64, plan: &'a Plan) -> Life<'a> {
+    /// A phone on its line; `end` says when the storm ends.
+    pub fn new(
+        phone: Phone,
+        line: Line,
+        seed: u64,
+        plan: &'a Plan,
+        end: tokio::sync::watch::Receiver<Option<Instant>>,
+    ) -> Life<'a> {
         Life {
             phone,
             line,
@@ -210,7 +294,34 @@ impl<'a> Life<'a> {
             socket: None,
             caller: None,
             seed,
+            end,
             heard_at: Duration::ZERO,
+        }
+    }
+
+    /// Has the storm's end come (an interrupted storm's end is set to the moment of the
+    /// interruption)?
+    fn ending(&self) -> bool {
+        self.end
+            .borrow()
+            .is_some_and(|until| Instant::now() >= until)
+    }
+
+    /// Waits `wait`, or less when the storm ends meanwhile.
+    async fn pause(&mut self, wait: Duration) {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = the_end(self.end.clone()) => {}
+        }
+    }
+
+    /// [`exchange`](Self::exchange), given up when the storm ends meanwhile (an interrupted
+    /// storm does not wait for a registration's timers).
+    async fn exchange_until_the_end(&mut self, to: SocketAddr, datagram: &[u8]) -> Option<Answer> {
+        let end = self.end.clone();
+        tokio::select! {
+            answer = self.exchange(to, datagram) => answer,
+            () = the_end(end) => None,
         }
     }
 
@@ -359,6 +470,16 @@ impl<'a> Life<'a> {
         self.outcome.rejects.push(format!("{message} {reason}"));
     }
 
+    /// A rejection a retry cannot change ends the phone's attempts.
+    fn refused(&mut self, message: &str, reason: &str) {
+        let alias = self.phone.aliases.first().map(ToString::to_string);
+        self.outcome.refused = Some(Refused {
+            reject: format!("{message} {reason}"),
+            alias: alias.unwrap_or_default(),
+            phone: self.phone.ras_address,
+        });
+    }
+
     /// GRQ → GCF → RRQ → RCF, starting over on silence or a reject, until registered or
     /// `give_up`. `agl` (after a gatekeeper-sent URQ) is tried first, RRQ directly.
     async fn register(
@@ -367,7 +488,7 @@ impl<'a> Life<'a> {
         mut agl: Vec<SocketAddr>,
         give_up: Instant,
     ) -> bool {
-        while Instant::now() < give_up {
+        while Instant::now() < give_up && !self.ending() {
             let clan = match agl.first().copied() {
                 Some(clan) => {
                     agl.remove(0);
@@ -376,14 +497,18 @@ impl<'a> Life<'a> {
                 None => {
                     let grq = self.phone.grq();
                     self.outcome.first_grq_sent.get_or_insert_with(wall_time);
-                    match self.exchange(self.plan.target, &grq).await {
+                    match self.exchange_until_the_end(self.plan.target, &grq).await {
                         Some(Answer::Gcf {
                             ras_address: Some(clan),
                             ..
                         }) => clan,
                         Some(Answer::Grj { reason, .. }) => {
                             self.note_reject("GRJ", &reason);
-                            tokio::time::sleep(self.plan.timeout).await;
+                            if final_reject("GRJ", &reason) {
+                                self.refused("GRJ", &reason);
+                                return false;
+                            }
+                            self.pause(self.plan.timeout).await;
                             continue;
                         }
                         _ => continue,
@@ -391,7 +516,7 @@ impl<'a> Life<'a> {
                 }
             };
             let rrq = self.phone.rrq();
-            match self.exchange(clan, &rrq).await {
+            match self.exchange_until_the_end(clan, &rrq).await {
                 Some(Answer::Rcf {
                     call_signal_address,
                     service_frame,
@@ -421,11 +546,14 @@ impl<'a> Life<'a> {
                     reason, alternates, ..
                 }) => {
                     self.note_reject("RRJ", &reason);
+                    if final_reject("RRJ", &reason) {
+                        self.refused("RRJ", &reason);
+                        return false;
+                    }
                     if alternates.is_empty() {
                         // Nowhere else to try: wait a RAS timer before starting over, as after
-                        // a GRJ, rather than asking again at once (a phone whose alias another
-                        // holds sent hundreds of thousands of RRQs in a minute).
-                        tokio::time::sleep(self.plan.timeout).await;
+                        // a GRJ, rather than asking again at once.
+                        self.pause(self.plan.timeout).await;
                     }
                     agl = alternates;
                 }
@@ -437,14 +565,11 @@ impl<'a> Life<'a> {
     }
 
     /// The whole life: register, then stay until the storm's end is set and reached
-    /// (keep-alives every half TTL, re-registering after a gatekeeper-sent URQ), close its
-    /// socket, and unregister if asked. `registered` hears of the first registration (or the
-    /// give-up).
-    pub async fn live(
-        mut self,
-        end: tokio::sync::watch::Receiver<Option<Instant>>,
-        registered: tokio::sync::mpsc::UnboundedSender<bool>,
-    ) -> Outcome {
+    /// (keep-alives every half TTL, re-registering after a gatekeeper-sent URQ), note its
+    /// socket, unregister unless the storm leaves its phones registered, then close the
+    /// socket. `registered` hears of the first registration (or the give-up, or a rejection
+    /// a retry cannot change).
+    pub async fn live(mut self, registered: tokio::sync::mpsc::UnboundedSender<bool>) -> Outcome {
         let started = Instant::now();
         let ok = self.register(started, Vec::new(), self.plan.give_up).await;
         if ok {
@@ -455,24 +580,39 @@ impl<'a> Life<'a> {
             // Calls ordered from a phone that never registered fail as they are ordered.
             self.close_calls();
         }
-        let stayed = ok && self.stay(started, end).await;
+        let stayed = ok && self.stay(started).await;
+        let mut held = None;
         if let Some(mut socket) = self.socket.take() {
             if !stayed {
                 // A registration lost on the way holds no socket at the end.
                 socket.unregistered().await;
             }
-            self.outcome.sockets = socket.end().await;
+            let (record, socket) = socket.end().await;
+            self.outcome.sockets = record;
+            held = socket;
         }
         self.close_calls();
         if stayed && self.plan.unregister {
-            if let Some(clan) = self.outcome.clan {
-                let urq = self.phone.urq();
-                if let Some(Answer::Ucf { .. }) = self.exchange(clan, &urq).await {
-                    self.outcome.unregistered = true;
-                }
-            }
+            self.unregister().await;
         }
+        // Closed after the URQ: the gatekeeper has closed it already (docs/rules.md §8.5), so
+        // no TTS socket is set up again for a phone on its way out.
+        drop(held);
         self.outcome
+    }
+
+    /// URQ at the C-LAN it registered at, answered UCF within [`UNREGISTER_WITHIN`], or
+    /// counted as failed.
+    async fn unregister(&mut self) {
+        let Some(clan) = self.outcome.clan else {
+            return;
+        };
+        let urq = self.phone.urq();
+        let answered = tokio::time::timeout(UNREGISTER_WITHIN, self.exchange(clan, &urq)).await;
+        match answered {
+            Ok(Some(Answer::Ucf { .. })) => self.outcome.unregistered = true,
+            _ => self.outcome.unregister_failed = true,
+        }
     }
 
     /// Registers again (after a gatekeeper URQ, or a keep-alive not answered with an RCF),
@@ -485,11 +625,8 @@ impl<'a> Life<'a> {
     /// Stays registered until the storm's end is set and reached, placing the routed calls
     /// it is told to; false when a re-registration failed (the phone is no longer
     /// registered).
-    async fn stay(
-        &mut self,
-        started: Instant,
-        mut end: tokio::sync::watch::Receiver<Option<Instant>>,
-    ) -> bool {
+    async fn stay(&mut self, started: Instant) -> bool {
+        let mut end = self.end.clone();
         let mut ttl = Duration::from_secs(300);
         // Kept apart from the loop's wake-ups, which calls make frequent: a keep-alive is
         // due half a TTL after the last registration or keep-alive, however busy the phone.

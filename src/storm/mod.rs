@@ -25,6 +25,7 @@
 mod call_signalling;
 mod calls;
 mod fleet;
+mod interrupt;
 mod life;
 mod phones;
 mod port;
@@ -121,8 +122,17 @@ pub struct StormArgs {
     /// Milliseconds each call is held between ACF and DRQ.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub hold_ms: u64,
-    /// Unregister every phone (URQ) at the end.
+    /// Leave the phones registered at the end, for drills that watch their time to live run
+    /// out. By default every phone that is registered when the storm ends — or is interrupted
+    /// with Ctrl-C — sends URQ (each has 5 s for its UCF; the report counts them), so the
+    /// gatekeeper holds none of them, nor their places on the C-LANs, afterwards.
     #[arg(long)]
+    #[serde(default)]
+    pub leave_registered: bool,
+    /// What every storm does now unless --leave-registered: unregister its phones at the end
+    /// (accepted for old scripts).
+    #[arg(long, hide = true, conflicts_with = "leave_registered")]
+    #[serde(default)]
     pub unregister: bool,
     /// Every phone's H.235 password: each request naming the phone (RRQ, lightweight RRQ,
     /// URQ, ARQ, DRQ) carries an MD5 `cryptoEPPwdHash` token for its extension, as a
@@ -695,24 +705,33 @@ fn progress_calls(progress: &indicatif::ProgressBar, calls: u64) {
     progress.reset_eta();
 }
 
-/// A storm in this one process: its progress bar, and the admin port read at the end.
+/// A storm in this one process: its progress bar, the admin port read at the end, and
+/// Ctrl-C.
 struct Alone<'a> {
     args: &'a StormArgs,
     progress: &'a indicatif::ProgressBar,
     admin: Option<SocketAddr>,
+    /// Phones registered so far.
+    registered: usize,
+    /// Turns true at Ctrl-C.
+    stop: tokio::sync::watch::Receiver<bool>,
 }
 
 impl phones::Conductor for Alone<'_> {
     type Held = AtTheEnd;
 
     fn registered(&mut self, n: usize) {
+        self.registered = n;
         self.progress.set_position(n as u64);
     }
 
-    async fn in_service(&mut self) -> Duration {
+    async fn in_service(&mut self) -> Option<Duration> {
+        if self.registered == 0 {
+            return None;
+        }
         let expected = calls::Schedule::of(self.args).map_or(0, |s| s.expected());
         progress_calls(self.progress, expected);
-        wall_clock::wall_time()
+        Some(wall_clock::wall_time())
     }
 
     fn calls_over(&mut self, n: u64) {
@@ -723,6 +742,10 @@ impl phones::Conductor for Alone<'_> {
         let end = AtTheEnd::read(self.admin, self.args).await;
         self.progress.finish_and_clear();
         end
+    }
+
+    fn interruption(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stop.clone()
     }
 }
 
@@ -768,16 +791,20 @@ pub async fn storm(args: &StormArgs) -> Result<Report, StormError> {
     let admin = admin_answering(args).await;
     let (sampler, samples) = sample_load(admin, Instant::now());
     let progress = progress_bar(args.phones);
+    let stop = interrupt::on_ctrl_c(progress.clone());
     let mut alone = Alone {
         args,
         progress: &progress,
         admin,
+        registered: 0,
+        stop: stop.clone(),
     };
     let (tally, end) = phones::live(args, bound, &mut alone).await?;
     if let Some(sampler) = sampler {
         sampler.abort();
     }
-    finish(args, tally, end, admin, samples, 1).await
+    let interrupted = *stop.borrow();
+    finish(args, tally, end, admin, samples, (1, interrupted)).await
 }
 
 /// Runs a storm in as many processes as `--processes` says (in this one by default), and
@@ -796,20 +823,68 @@ pub async fn storm_spread(args: &StormArgs) -> Result<Report, StormError> {
 async fn storm_in_processes(args: &StormArgs, processes: usize) -> Result<Report, StormError> {
     let admin = admin_answering(args).await;
     let progress = progress_bar(args.phones);
+    let stop = interrupt::on_ctrl_c(progress.clone());
     let mut fleet = Fleet::spawn(args, processes).await?;
     let started = fleet.start(&progress).await?;
     let (sampler, samples) = sample_load(admin, started);
+    // Ctrl-C cuts any of these waits short: `end` then goes to every child at once.
+    let mut interrupted = stop.clone();
+    let interrupted = interrupted.wait_for(|yes| *yes);
+    tokio::pin!(interrupted);
+    let mut calling = true;
     if let Some(schedule) = calls::Schedule::of(args) {
-        fleet.start_calls(&progress, schedule.expected()).await?;
+        tokio::select! {
+            started = fleet.start_calls(&progress, schedule.expected()) => calling = started?,
+            _ = &mut interrupted => {}
+        }
     }
-    fleet.registered(&progress).await?;
+    if calling && !*stop.borrow() {
+        tokio::select! {
+            held = fleet.registered(&progress) => held?,
+            _ = &mut interrupted => {}
+        }
+    }
     let end = AtTheEnd::read(admin, args).await;
     progress.finish_and_clear();
     let tally = fleet.end(&progress).await?;
     if let Some(sampler) = sampler {
         sampler.abort();
     }
-    finish(args, tally, end, admin, samples, processes).await
+    let interrupted = *stop.borrow();
+    finish(args, tally, end, admin, samples, (processes, interrupted)).await
+}
+
+/// The phones refused for good, by rejection, with who holds their aliases when the
+/// admin port lists them.
+async fn refused(tally: &Tally, admin: Option<SocketAddr>) -> BTreeMap<String, report::Refused> {
+    if tally.refused.is_empty() {
+        return BTreeMap::new();
+    }
+    let registrations = match admin {
+        Some(admin) => {
+            let read = tokio::task::spawn_blocking(move || {
+                crate::admin_client::get_json(admin, "/api/registrations")
+            });
+            read.await.ok().and_then(Result::ok).and_then(|body| {
+                serde_json::from_str::<Vec<crate::gatekeeper::RegistrationView>>(&body).ok()
+            })
+        }
+        None => None,
+    };
+    tally
+        .refused
+        .iter()
+        .map(|(reject, phones)| {
+            let refused = report::Refused::of(
+                reject,
+                phones.phones,
+                &phones.examples,
+                registrations.as_deref(),
+                admin,
+            );
+            (reject.clone(), refused)
+        })
+        .collect()
 }
 
 /// The report of a storm's tally, with the load read at its end, and its files.
@@ -819,13 +894,14 @@ async fn finish(
     end: AtTheEnd,
     admin: Option<SocketAddr>,
     samples: Arc<Mutex<Vec<LoadSample>>>,
-    processes: usize,
+    (processes, interrupted): (usize, bool),
 ) -> Result<Report, StormError> {
     let trunk_nodes = match (admin, args.calls > 0) {
         (Some(admin), true) => trunk_totals(admin).await,
         _ => None,
     };
     let registration_s = tally.registration_s();
+    let refused = refused(&tally, admin).await;
     let (clans, regions, clans_source) = match end.load {
         Some(Load { clans, regions, .. }) => (clans, regions, "admin"),
         None => (tally.phone_clans.clone(), BTreeMap::new(), "phones"),
@@ -864,6 +940,10 @@ async fn finish(
         dropped: tally.dropped,
         gatekeeper_urqs: tally.gatekeeper_urqs,
         unregistered: tally.unregistered,
+        unregister_failed: tally.unregister_failed,
+        left_registered: args.leave_registered,
+        interrupted,
+        refused,
         registration_s,
         service_s: tally.service_s(),
         rate_per_s: if registration_s > 0.0 {

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc::unbounded_channel;
+use tokio::sync::watch;
 
 use super::calls::{self, Finished, Schedule, SERVICE_WAIT};
 use super::life::{Caller, Life, Plan};
@@ -38,15 +39,29 @@ pub(super) trait Conductor {
     fn registered(&mut self, n: usize);
 
     /// The process's phones are in service, or the wait for them is over: when the routed
-    /// calls start, since the UNIX epoch (one instant for every process of the storm).
-    async fn in_service(&mut self) -> Duration;
+    /// calls start, since the UNIX epoch (one instant for every process of the storm);
+    /// `None` when no calls are to be placed after all (no phone of the storm registered, or
+    /// it is ending).
+    async fn in_service(&mut self) -> Option<Duration>;
 
     /// `n` of the process's routed calls are over so far.
     fn calls_over(&mut self, n: u64);
 
-    /// Every phone registered or gave up, `--duration` passed and the calls are over: runs
-    /// while the phones are still there (to read the final load).
+    /// Every phone registered or gave up, `--duration` passed and the calls are over (or the
+    /// storm was interrupted): runs while the phones are still there (to read the final
+    /// load).
     async fn hold(&mut self) -> Self::Held;
+
+    /// Turns `true` when the storm must end early (Ctrl-C, or a parent storm's early `end`):
+    /// the phones then stop where they are, unregister and report.
+    fn interruption(&self) -> watch::Receiver<bool>;
+}
+
+/// Completes once `interrupted` turns true; never when its sender is gone without it.
+async fn interrupted(mut interrupted: watch::Receiver<bool>) {
+    if interrupted.wait_for(|yes| *yes).await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// One phone ready to start.
@@ -181,8 +196,9 @@ fn sample_in_service(
 /// Starts every phone now; the `conductor` hears the running count of registered phones.
 /// Once every phone has registered or given up, the routed calls (`--calls-per-s`) are
 /// placed and over, and `--duration` has passed, the conductor's hold runs while the phones
-/// are still there (to read the final load); then the phones end (unregistering with
-/// `--unregister`), and `--record` is written.
+/// are still there (to read the final load); then the phones end (unregistering unless
+/// `--leave-registered`), and `--record` is written. The conductor's interruption cuts any of
+/// these waits short.
 pub(super) async fn live<C: Conductor>(
     args: &StormArgs,
     bound: Bound,
@@ -201,7 +217,7 @@ pub(super) async fn live<C: Conductor>(
         loss: args.loss,
         give_up: started + Duration::from_secs_f64(args.give_up_s),
         try_for: Duration::from_secs_f64(args.give_up_s),
-        unregister: args.unregister,
+        unregister: !args.leave_registered,
         record: record.clone(),
         calls: args.calls,
         dial: args.dial.clone(),
@@ -265,7 +281,7 @@ pub(super) async fn live<C: Conductor>(
                 tokio::time::sleep(arrival).await;
             }
             let own = phone.ras_address.ip();
-            let mut life = Life::new(phone, line, seed, &plan);
+            let mut life = Life::new(phone, line, seed, &plan, end);
             if let Some(way) = way {
                 // The back-off's jitter comes from the phone's own generator.
                 let rng = ChaCha8Rng::from_rng(&mut life.rng);
@@ -277,39 +293,62 @@ pub(super) async fn live<C: Conductor>(
                 }
                 life.socket = Some(socket);
             }
-            let outcome = life.live(end, registered).await;
+            let outcome = life.live(registered).await;
             (index, tts, outcome)
         });
     }
     drop(registered_tx);
+    let stop = conductor.interruption();
     let (mut heard, mut ok) = (0, 0);
-    while heard < count {
-        match registered_rx.recv().await {
-            Some(yes) => {
-                heard += 1;
-                if yes {
-                    ok += 1;
-                    conductor.registered(ok);
-                }
-            }
-            None => break,
+    while heard < count && !*stop.borrow() {
+        let yes = tokio::select! {
+            yes = registered_rx.recv() => yes,
+            () = interrupted(stop.clone()) => break,
+        };
+        let Some(yes) = yes else {
+            break;
+        };
+        heard += 1;
+        if yes {
+            ok += 1;
+            conductor.registered(ok);
         }
+    }
+    if *stop.borrow() {
+        // Phones still registering stop now.
+        let _ = end_tx.send(Some(Instant::now()));
     }
     let registered_at = Instant::now();
     let mut undelivered = 0;
-    if let Some(schedule) = &schedule {
+    if let Some(schedule) = schedule.as_ref().filter(|_| !*stop.borrow()) {
         let waited = registered_at + SERVICE_WAIT;
         while (gauge.now() as usize) < ok && Instant::now() < waited {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let start_wall = conductor.in_service().await;
-        let start = Instant::now() + start_wall.saturating_sub(wall_time());
-        let settle = calls::settle_within(plan.timeout, plan.retries, schedule.hold);
-        let over = |n| conductor.calls_over(n);
-        undelivered = calls::place(schedule, share, start, &orders, &finished, settle, over).await;
+        if let Some(start_wall) = conductor.in_service().await {
+            let start = Instant::now() + start_wall.saturating_sub(wall_time());
+            let settle = calls::settle_within(plan.timeout, plan.retries, schedule.hold);
+            let over = |n| conductor.calls_over(n);
+            let placing = calls::place(schedule, share, start, &orders, &finished, settle, over);
+            tokio::select! {
+                left = placing => undelivered = left,
+                () = interrupted(stop.clone()) => {}
+            }
+        }
     }
-    tokio::time::sleep_until((registered_at + Duration::from_secs_f64(args.duration)).into()).await;
+    // A process none of whose phones registered holds nothing for --duration.
+    let duration = if ok == 0 { 0.0 } else { args.duration };
+    let until = registered_at + Duration::from_secs_f64(duration);
+    tokio::select! {
+        () = tokio::time::sleep_until(until.into()) => {}
+        () = interrupted(stop.clone()) => {}
+    }
     let held = conductor.hold().await;
+    // The TTS phones' listener closes before their sockets do: a socket the gatekeeper sets
+    // up again meanwhile is refused (a failed connect), not taken and dropped.
+    if let Some(acceptor) = &acceptor {
+        acceptor.abort();
+    }
     let _ = end_tx.send(Some(Instant::now()));
     let mut outcomes = Vec::with_capacity(count);
     while let Some(joined) = tasks.join_next().await {

@@ -178,6 +178,115 @@ pub struct InServiceSample {
     pub sockets: u64,
 }
 
+/// Phones refused for good with one rejection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Refused {
+    /// How many.
+    pub phones: u64,
+    /// A few of them, with who holds their alias when the admin port said.
+    pub examples: Vec<RefusedPhone>,
+    /// What the rejection means, and what to do.
+    pub advice: String,
+}
+
+/// One phone refused for good.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RefusedPhone {
+    /// Its first alias.
+    pub alias: String,
+    /// Its RAS address.
+    pub phone: String,
+    /// The registration holding that alias (`endpointIdentifier`), when the gatekeeper's
+    /// admin port lists one.
+    pub held_by: Option<String>,
+    /// Where that registration's RAS comes from.
+    pub held_from: Option<String>,
+}
+
+impl Refused {
+    /// Phones refused with `reject` (`"RRJ duplicateAlias"`); `registrations` is the
+    /// gatekeeper's `/api/registrations` when its admin port (at `admin`) answered.
+    pub fn of(
+        reject: &str,
+        phones: u64,
+        examples: &[(String, String)],
+        registrations: Option<&[crate::gatekeeper::RegistrationView]>,
+        admin: Option<std::net::SocketAddr>,
+    ) -> Refused {
+        let examples: Vec<RefusedPhone> = examples
+            .iter()
+            .map(|(alias, phone)| {
+                let holder = registrations
+                    .into_iter()
+                    .flatten()
+                    .find(|r| r.aliases.iter().any(|a| a == alias));
+                RefusedPhone {
+                    alias: alias.clone(),
+                    phone: phone.clone(),
+                    held_by: holder.map(|r| r.endpoint_id.clone()),
+                    held_from: holder.map(|r| r.ras_address.to_string()),
+                }
+            })
+            .collect();
+        let advice = advice(reject, &examples, admin);
+        Refused {
+            phones,
+            examples,
+            advice,
+        }
+    }
+}
+
+/// What a rejection a retry cannot change means, and what to do about it.
+fn advice(reject: &str, examples: &[RefusedPhone], admin: Option<std::net::SocketAddr>) -> String {
+    let reason = reject.split_once(' ').map_or(reject, |(_, reason)| reason);
+    match reason {
+        "duplicateAlias" => {
+            let held: Vec<String> = examples
+                .iter()
+                .map(|e| match (&e.held_by, &e.held_from) {
+                    (Some(id), Some(from)) => format!("{} by {id} from {from}", e.alias),
+                    _ => format!("{} by an endpoint the admin port did not name", e.alias),
+                })
+                .collect();
+            let ip = |address: &str| address.parse::<std::net::SocketAddr>().map(|a| a.ip()).ok();
+            let own_addresses = !examples.is_empty()
+                && examples.iter().all(|e| {
+                    e.held_from
+                        .as_deref()
+                        .is_some_and(|from| ip(from).is_some() && ip(from) == ip(&e.phone))
+                });
+            let whose = if own_addresses {
+                " They registered from these phones' own IP addresses: an earlier storm's \
+                 phones, left registered (--leave-registered) or cut off before their URQ."
+            } else {
+                ""
+            };
+            let delete = match (admin, examples.iter().find_map(|e| e.held_by.as_ref())) {
+                (Some(admin), Some(id)) => {
+                    format!(" (curl -X DELETE http://{admin}/api/registrations/{id})")
+                }
+                _ => String::new(),
+            };
+            format!(
+                "their aliases are registered from other addresses: {}.{whose} Unregister those \
+                 endpoints{delete}, wait for their time to live to run out, or give these \
+                 phones other extensions (--from, --tts-from).",
+                held.join(", ")
+            )
+        }
+        "securityDenial" | "securityError" => "the gatekeeper refuses these phones' \
+            credentials: check --password against its [[password]] entries (and the clocks: \
+            a token carries a time stamp)."
+            .to_string(),
+        "terminalExcluded" => "the gatekeeper excludes these phones: its network map or \
+            access rules leave their addresses out."
+            .to_string(),
+        _ => "the gatekeeper answers this request so every time: a retry cannot change it."
+            .to_string(),
+    }
+}
+
 /// Everything a storm measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
@@ -197,8 +306,21 @@ pub struct Report {
     pub dropped: u64,
     /// Gatekeeper-sent URQs the phones answered.
     pub gatekeeper_urqs: u64,
-    /// Phones that unregistered at the end (with `--unregister`).
+    /// Phones that unregistered at the end (unless `--leave-registered`).
     pub unregistered: usize,
+    /// Phones that sent URQ at the end and heard no UCF within 5 s.
+    #[serde(default)]
+    pub unregister_failed: usize,
+    /// The phones were left registered at the end (`--leave-registered`).
+    #[serde(default)]
+    pub left_registered: bool,
+    /// The storm was interrupted (Ctrl-C) and ended early.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Phones whose attempts a rejection a retry cannot change ended, by that rejection
+    /// (`"RRJ duplicateAlias"`): how many, who holds their aliases, and what to do.
+    #[serde(default)]
+    pub refused: BTreeMap<String, Refused>,
     /// From the first GRQ to the last first RCF, seconds.
     pub registration_s: f64,
     /// Registrations per second over that time.
@@ -306,11 +428,31 @@ impl Report {
             self.latency_ms.p99,
             self.latency_ms.max
         );
-        if self.gatekeeper_urqs > 0 || self.unregistered > 0 {
+        if self.interrupted {
+            let _ = writeln!(out, "interrupted (Ctrl-C): the storm ended early");
+        }
+        for (reject, refused) in &self.refused {
             let _ = writeln!(
                 out,
-                "{} gatekeeper URQs answered, {} unregistered at the end",
-                self.gatekeeper_urqs, self.unregistered
+                "refused for good, not tried again: {reject}, {} phones: {}",
+                refused.phones, refused.advice
+            );
+        }
+        let at_the_end = if self.left_registered {
+            "left registered at the end (--leave-registered)".to_string()
+        } else if self.unregister_failed > 0 {
+            format!(
+                "{} unregistered at the end, {} with no UCF within 5 s",
+                self.unregistered, self.unregister_failed
+            )
+        } else {
+            format!("{} unregistered at the end", self.unregistered)
+        };
+        if self.gatekeeper_urqs > 0 || self.registered > 0 {
+            let _ = writeln!(
+                out,
+                "{} gatekeeper URQs answered, {at_the_end}",
+                self.gatekeeper_urqs
             );
         }
         if self.calls > 0 || self.calls_refused > 0 {

@@ -9,7 +9,8 @@
 //! (one instant for every child), and the child places its calls from then, saying
 //! `calls-over N` as they end. Once they all have, and `--duration` has passed, it says
 //! `holding` and keeps its phones until the parent, having read the final load, writes
-//! `end`. The child then ends its phones and prints its
+//! `end`. An `end` that comes earlier (the storm interrupted, or no phone of it registered)
+//! ends the phones where they are. The child then ends its phones and prints its
 //! [`Tally`] as one JSON object on standard output. Anything else it writes on standard error
 //! is for people and is passed on by the parent. Standard input closing before `end` (the
 //! parent killed) ends the child at once, whatever it is doing, with exit status 2.
@@ -142,11 +143,24 @@ async fn shard(share: Share) -> Result<Tally, String> {
             }
         }
     });
+    // Ctrl-C at the terminal reaches every process of the storm: a child leaves it to the
+    // parent, which ends the children through their standard input.
+    tokio::spawn(async { while tokio::signal::ctrl_c().await.is_ok() {} });
+    // The parent's `end` before the phones are held (an interrupted storm, or one no phone
+    // of which registered) ends them where they are.
+    let (stop_tx, stop) = watch::channel(false);
+    let mut ended = heard.clone();
+    tokio::spawn(async move {
+        if ended.wait_for(Option::is_some).await.is_ok() {
+            let _ = stop_tx.send(true);
+        }
+    });
     let mut child = Child {
         total,
         said: Instant::now(),
         calls_start,
         told: heard.clone(),
+        stop,
     };
     let mut gone = heard;
     let parent_gone = async move {
@@ -177,6 +191,8 @@ struct Child {
     calls_start: watch::Receiver<Option<u64>>,
     /// The parent's `end` (or its end).
     told: watch::Receiver<Option<Parent>>,
+    /// Turns true with the parent's `end`.
+    stop: watch::Receiver<bool>,
 }
 
 impl Child {
@@ -196,12 +212,13 @@ impl Conductor for Child {
         self.say_now_and_then(Signal::Registered(n), n == self.total);
     }
 
-    async fn in_service(&mut self) -> Duration {
+    async fn in_service(&mut self) -> Option<Duration> {
         say(Signal::InService);
         match self.calls_start.wait_for(Option::is_some).await {
-            Ok(ms) => Duration::from_millis(ms.unwrap_or_default()),
-            // The parent is gone: the share is ending anyway.
-            Err(_) => wall_time(),
+            Ok(ms) => Some(Duration::from_millis(ms.unwrap_or_default())),
+            // The parent said `end` instead (no phone registered, or the storm is
+            // interrupted), or is gone: no calls.
+            Err(_) => None,
         }
     }
 
@@ -212,6 +229,10 @@ impl Conductor for Child {
     async fn hold(&mut self) {
         say(Signal::Holding);
         let _ = self.told.wait_for(Option::is_some).await;
+    }
+
+    fn interruption(&self) -> watch::Receiver<bool> {
+        self.stop.clone()
     }
 }
 

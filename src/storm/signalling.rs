@@ -471,7 +471,7 @@ impl Stop {
 /// One registration's socket task: how to stop it, how to reach it, and what it returns.
 struct Running {
     stop: oneshot::Sender<Stop>,
-    task: JoinHandle<(Record, Way, Option<SocketAddr>)>,
+    task: JoinHandle<(Record, Way, Option<TcpStream>)>,
     /// The C-LAN signalling address it connects to (non-TTS).
     to: Option<SocketAddr>,
     /// Calls to place on its socket.
@@ -614,16 +614,17 @@ impl PhoneSocket {
         self.stop(Stop::Unregistered).await;
     }
 
-    /// The storm ends: the phone notes the socket it holds, closes it, and says how its
-    /// sockets went.
-    pub async fn end(mut self) -> Record {
+    /// The storm ends: the phone notes the socket it holds and says how its sockets went.
+    /// The socket itself comes back open, for the phone to close once it has unregistered:
+    /// a phone that closed its socket first would have a TTS socket set up again for nothing.
+    pub async fn end(mut self) -> (Record, Option<TcpStream>) {
         let held = self.stop(Stop::StormEnded).await;
-        self.record.held_at_end = held;
-        self.record
+        self.record.held_at_end = held.as_ref().and_then(|s| s.peer_addr().ok());
+        (self.record, held)
     }
 
-    /// Stops the running task, if any, for `why`; the peer of the socket it held in service.
-    async fn stop(&mut self, why: Stop) -> Option<SocketAddr> {
+    /// Stops the running task, if any, for `why`: the socket it held in service, open.
+    async fn stop(&mut self, why: Stop) -> Option<TcpStream> {
         let running = self.running.take()?;
         let _ = running.stop.send(why);
         let (record, way, held) = running.task.await.ok()?;
@@ -761,7 +762,7 @@ async fn serve(
 impl SocketLife {
     /// Gets a socket into service, serves it, and gets another when the gatekeeper closes
     /// it, until stopped (or the stop's sender is gone). Returns what happened, the way
-    /// back, and the peer of the socket in service at the stop. `serving` says the peer of
+    /// back, and the socket in service at the stop, still open. `serving` says the peer of
     /// the socket in service while there is one.
     async fn run(
         mut self,
@@ -769,7 +770,7 @@ impl SocketLife {
         mut stop: oneshot::Receiver<Stop>,
         mut ends: CallEnds,
         serving: watch::Sender<Option<SocketAddr>>,
-    ) -> (Record, Way, Option<SocketAddr>) {
+    ) -> (Record, Way, Option<TcpStream>) {
         let mut record = Record::default();
         let mut measured = false;
         loop {
@@ -815,7 +816,7 @@ impl SocketLife {
             }
             record.heard.add(&calls.heard);
             match lost {
-                Err(_) => return (record, way, peer),
+                Err(_) => return (record, way, Some(stream)),
                 Ok(Lost::Closed) => record.closed_by_gatekeeper += 1,
                 Ok(Lost::NotTpkt(error)) => record
                     .errors
@@ -966,7 +967,7 @@ mod tests {
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let record = phone.end().await;
+        let (record, _) = phone.end().await;
         assert_eq!(gauge.now(), 0, "ended: no longer in service");
         assert_eq!(record.rejected, 1, "{record:?}");
         assert_eq!(record.closed_by_gatekeeper, 0);
@@ -1005,7 +1006,7 @@ mod tests {
             assert!(Instant::now() < deadline, "never back in service");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let record = phone.end().await;
+        let (record, _) = phone.end().await;
         assert_eq!(record.closed_by_gatekeeper, 1, "{record:?}");
         assert_eq!(
             record.rejected, 1,
@@ -1118,7 +1119,7 @@ mod tests {
             assert!(Instant::now() < deadline, "never in service");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let record = phone.end().await;
+        let (record, _) = phone.end().await;
         assert_eq!(
             record.held_at_end,
             Some(gatekeeper_side.local_addr().unwrap())

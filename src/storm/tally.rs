@@ -30,6 +30,13 @@ pub struct Tally {
     pub gatekeeper_urqs: u64,
     /// Phones that unregistered at the end.
     pub unregistered: usize,
+    /// Phones that sent URQ at the end and heard no UCF in time.
+    #[serde(default)]
+    pub unregister_failed: usize,
+    /// Phones whose attempts a rejection a retry cannot change ended, by that rejection
+    /// (`"RRJ duplicateAlias"`).
+    #[serde(default)]
+    pub refused: BTreeMap<String, RefusedPhones>,
     /// When the first GRQ could leave, microseconds since the UNIX epoch.
     pub first_grq_unix_us: u64,
     /// When the last phone's first RCF came, microseconds since the UNIX epoch.
@@ -88,6 +95,26 @@ pub struct Tally {
     pub routed_calls: CallTally,
 }
 
+/// Phones refused for good with one rejection: how many, and a few of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RefusedPhones {
+    /// How many.
+    pub phones: u64,
+    /// The first few: (alias, RAS address).
+    pub examples: Vec<(String, String)>,
+}
+
+impl RefusedPhones {
+    /// The examples kept.
+    pub const EXAMPLES: usize = 3;
+
+    fn add(&mut self, other: RefusedPhones) {
+        self.phones += other.phones;
+        let room = Self::EXAMPLES.saturating_sub(self.examples.len());
+        self.examples.extend(other.examples.into_iter().take(room));
+    }
+}
+
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
@@ -144,6 +171,17 @@ impl Tally {
             tally.dropped += outcome.dropped;
             tally.gatekeeper_urqs += outcome.urqs;
             tally.unregistered += usize::from(outcome.unregistered);
+            tally.unregister_failed += usize::from(outcome.unregister_failed);
+            if let Some(refused) = &outcome.refused {
+                tally
+                    .refused
+                    .entry(refused.reject.clone())
+                    .or_default()
+                    .add(RefusedPhones {
+                        phones: 1,
+                        examples: vec![(refused.alias.clone(), refused.phone.to_string())],
+                    });
+            }
             tally.calls += outcome.calls.len() as u64;
             tally.calls_refused += outcome.calls_refused;
             if let Some(address) = outcome.call_signal_address {
@@ -247,6 +285,10 @@ impl Tally {
         self.dropped += other.dropped;
         self.gatekeeper_urqs += other.gatekeeper_urqs;
         self.unregistered += other.unregistered;
+        self.unregister_failed += other.unregister_failed;
+        for (reject, phones) in other.refused {
+            self.refused.entry(reject).or_default().add(phones);
+        }
         self.first_grq_unix_us = first;
         self.last_rcf_unix_us = match (self.last_rcf_unix_us, other.last_rcf_unix_us) {
             (Some(a), Some(b)) => Some(a.max(b)),

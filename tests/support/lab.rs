@@ -65,6 +65,11 @@ impl StormChild {
         }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Has it ended?
     pub fn ended(&mut self) -> bool {
         self.child.try_wait().unwrap().is_some()

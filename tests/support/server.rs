@@ -19,12 +19,26 @@ pub struct Served {
 impl Served {
     /// Starts `rasgk serve ARGS` and waits (at most 20 s) until its admin port answers.
     pub fn start(args: &[&str], admin: SocketAddr) -> Served {
+        Served::start_logging(args, admin, None)
+    }
+
+    /// [`Served::start`], its log at `info` written to `log` when given (warnings to the
+    /// test's own standard error otherwise).
+    pub fn start_logging(args: &[&str], admin: SocketAddr, log: Option<&Path>) -> Served {
+        let (level, stderr) = match log {
+            Some(path) => (
+                "info",
+                Stdio::from(std::fs::File::create(path).expect("the log file")),
+            ),
+            None => ("warn", Stdio::inherit()),
+        };
         let child = Command::new(env!("CARGO_BIN_EXE_rasgk"))
             .arg("serve")
             .args(args)
-            .env("RASGK_LOG", "warn")
+            .env("RASGK_LOG", level)
+            .env("NO_COLOR", "1")
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("rasgk starts");
         let mut served = Served { child, admin };
@@ -69,6 +83,16 @@ impl Served {
             .collect();
         assert!(!values.is_empty(), "no {name} in /metrics");
         values.iter().sum()
+    }
+
+    /// One series of `/metrics` with its labels as written, e.g.
+    /// `rasgk_calls_ended_total{reason="caller_released"}`.
+    pub fn series(&self, series: &str) -> f64 {
+        let (_, text) = http_get(self.admin, "/metrics").expect("/metrics answers");
+        text.lines()
+            .find_map(|line| line.strip_prefix(series))
+            .and_then(|rest| rest.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in /metrics"))
     }
 
     /// Sends SIGTERM and waits (at most 10 s) for the exit status.
