@@ -10,6 +10,11 @@
 //!
 //! With `--password SECRET` the RRQ carries an H.235 `cryptoEPPwdHash` token for the
 //! extension, as a gatekeeper with a `[[password]]` for it requires.
+//!
+//! The phone sends from port 1719 of PHONE-IP, the RAS port phones use, so running it again
+//! is the same endpoint registering again (its registration, and its endpoint identifier,
+//! are kept), not a second endpoint claiming the extension from another address, which a
+//! gatekeeper refuses (`duplicateAlias`).
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -65,7 +70,9 @@ fn run() -> Result<(), String> {
         .unwrap_or_else(|| "127.0.0.1:1719".into())
         .parse()
         .map_err(|e| format!("DISCOVERY: {e}"))?;
-    let socket = UdpSocket::bind((ip, 0)).map_err(|e| format!("bind {ip}: {e}"))?;
+    let socket = UdpSocket::bind((ip, 1719)).map_err(|e| {
+        format!("bind {ip}:1719: {e} (is another phone on that address? give another PHONE-IP)")
+    })?;
     socket
         .set_read_timeout(Some(Duration::from_secs(1)))
         .map_err(|e| e.to_string())?;
