@@ -311,6 +311,19 @@ fn duplicate_alias_from_another_address_is_rejected() {
     let mut first = phone(1, 1);
     lab.register(&mut first);
     let mut impostor = Phone::new(first.aliases.clone(), addr("127.1.0.99:5000"));
+    // Its GCF reserves a place; the refusal, which a retry cannot change, gives it back
+    // (docs/rules.md §4.3).
+    let Answer::Gcf {
+        ras_address: Some(clan),
+        ..
+    } = lab.grq(&mut impostor)
+    else {
+        panic!("a GCF")
+    };
+    let reserved = |lab: &Lab| lab.loads().iter().map(|l| l.1).sum::<u32>();
+    assert_eq!(reserved(&lab), 1);
+    assert_eq!(reason(lab.rrq_at(clan, &mut impostor)), "duplicateAlias");
+    assert_eq!(reserved(&lab), 0, "the refused phone's place is free again");
     assert_eq!(
         reason(lab.rrq_at(addr("127.0.1.2:1719"), &mut impostor)),
         "duplicateAlias"

@@ -300,6 +300,7 @@ impl Gatekeeper {
                 .is_some_and(|held| held.source != from)
             {
                 tracing::debug!(endpoint = %registry::endpoint_id_text(key), "endpointIdentifier held by another endpoint");
+                self.release_reservation(from);
                 return self.reject_rrq(seq, RrjReason::SecurityDenial, None).into();
             }
         }
@@ -313,6 +314,8 @@ impl Gatekeeper {
             .cloned()
             .collect();
         if !taken.is_empty() {
+            // Refused for good: the place its GCF reserved is given back (docs/rules.md §4.3).
+            self.release_reservation(from);
             return self
                 .reject_rrq(seq, RrjReason::DuplicateAlias(taken), None)
                 .into();

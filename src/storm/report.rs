@@ -479,10 +479,11 @@ impl Report {
                 );
             }
         }
-        if self.sockets {
+        // A storm none of whose phones registered had no sockets and placed no calls.
+        if self.sockets && self.registered > 0 {
             self.socket_table(&mut out);
         }
-        if let Some(calls) = &self.routed_calls {
+        if let Some(calls) = self.routed_calls.as_ref().filter(|_| self.registered > 0) {
             calls.table(&mut out);
         }
         let _ = writeln!(out, "sockets per C-LAN ({}):", self.clans_source);
