@@ -8,6 +8,7 @@
 //! - [`bench`]: `rasgk bench`, rasgk against the UDP echo ceiling in one run.
 //! - [`calls`]: outbound trunk calls (no I/O): digit analysis, route lists, route local.
 //! - [`config`]: the TOML configuration, checked into the model the gatekeeper runs on.
+//! - [`exam`]: grading an endpoint under test (in the making: its checks and reports).
 //! - [`gatekeeper`]: the protocol core (no I/O): C-LAN choice, registration, AGL, TTS sockets.
 //! - [`plan`]: `rasgk plan`, phones against the gatekeeper core in virtual time, charted.
 //! - [`phone`]: a simulated phone's side of RAS (no I/O), for tests, examples and storms.
@@ -32,6 +33,7 @@ pub mod allocator;
 pub mod bench;
 pub mod calls;
 pub mod config;
+pub mod exam;
 pub mod gatekeeper;
 pub mod inspect;
 pub mod pcap;

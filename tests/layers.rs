@@ -33,7 +33,7 @@ use std::path::Path;
 /// The modules behind `rasgk`'s subcommands (`inspect` is `rasgk decode`, `server` is
 /// `rasgk serve`).
 const SUBCOMMANDS: &[&str] = &[
-    "storm", "plan", "replay", "inspect", "status", "bench", "server",
+    "storm", "plan", "replay", "inspect", "status", "bench", "server", "exam",
 ];
 
 /// The one subcommand that may use the others: it runs them.
