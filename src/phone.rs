@@ -102,6 +102,11 @@ pub enum Answer {
         /// `endpointIdentifier`: the registration it ends.
         endpoint_id: Option<String>,
     },
+    /// A gatekeeper-sent IRQ (answer it with [`Phone::irr`]).
+    Irq {
+        /// `requestSeqNum`.
+        seq: u16,
+    },
     /// UCF.
     Ucf {
         /// `requestSeqNum`.
@@ -220,6 +225,7 @@ impl Answer {
                     .map(|id| ras::bmp_text(&id.0)),
             },
             RasMessage::unregistrationConfirm(_) => Answer::Ucf { seq },
+            RasMessage::infoRequest(_) => Answer::Irq { seq },
             RasMessage::admissionConfirm(acf) => Answer::Acf {
                 seq,
                 dest: socket_addr(&acf.dest_call_signal_address),
@@ -248,6 +254,7 @@ impl Answer {
             | Answer::Rcf { seq, .. }
             | Answer::Rrj { seq, .. }
             | Answer::Urq { seq, .. }
+            | Answer::Irq { seq }
             | Answer::Ucf { seq }
             | Answer::Urj { seq, .. }
             | Answer::Acf { seq, .. }
@@ -484,6 +491,22 @@ impl Phone {
         );
         self.authenticate(&mut drq);
         Some(encode(&drq))
+    }
+
+    /// An IRR answering a gatekeeper-sent IRQ of `seq` (about no call: the phone has none
+    /// it tells of), or `None` before the phone has an endpoint id.
+    pub fn irr(&self, seq: u16) -> Option<Vec<u8>> {
+        let endpoint_id = self.endpoint_id.as_ref()?;
+        let mut irr = request::info_request_response(
+            seq,
+            endpoint_id,
+            self.ras_address,
+            self.call_signal_address,
+            &self.aliases,
+            false,
+        );
+        self.authenticate(&mut irr);
+        Some(encode(&irr))
     }
 
     /// A UCF answering a gatekeeper-sent URQ.

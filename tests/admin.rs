@@ -555,3 +555,34 @@ fn calls_and_trunks_show_where_trunk_calls_leave() {
     assert_eq!(lab.get("/api/calls").as_array().map(Vec::len), Some(0));
     assert_eq!(lab.get("/api/trunks")[0]["active"], 0);
 }
+
+/// `POST /api/registrations/{id}/irq`: the gatekeeper sends the endpoint an IRQ from its
+/// C-LAN; the IRR the phone answers with is counted (`rasgk_irq_answered_total`) and shows
+/// as an `info_response` event. An unknown endpoint is 404, and with a token the route wants
+/// it.
+#[test]
+fn an_irq_on_the_admin_port_reaches_the_endpoint_and_its_irr_is_counted() {
+    let lab = Lab::start(19, true);
+    let phone = lab.register(1, 1, 60_001);
+    let id = lab.get("/api/registrations")[0]["endpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/api/registrations/{id}/irq");
+    assert_eq!(lab.request("POST", &path, None, "").0, 401);
+    let (code, body) = lab.request("POST", &path, Some(TOKEN), "");
+    assert_eq!(code, 200, "{body}");
+    let seq = body["seq"].as_u64().unwrap() as u16;
+    let mut buffer = [0u8; 2048];
+    let (len, from) = phone.socket.recv_from(&mut buffer).expect("an IRQ");
+    assert_eq!(Answer::read(&buffer[..len]).unwrap(), Answer::Irq { seq });
+    let irr = phone.phone.irr(seq).unwrap();
+    phone.socket.send_to(&irr, from).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while lab.served.metric("rasgk_irq_answered_total") < 1.0 {
+        assert!(Instant::now() < deadline, "the IRR was never counted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let unknown = "/api/registrations/EP0000BEEF/irq";
+    assert_eq!(lab.request("POST", unknown, Some(TOKEN), "").0, 404);
+}

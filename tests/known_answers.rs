@@ -64,6 +64,10 @@ const KNOWN: &[(&str, &str)] = &[
     // 0 11000 (index 24) 1 (extensions) → 62; seq 114; 4 additions (0 000011), bitmap 0001;
     // messageNotUnderstood as an open type: 05, then length 04 and de ad be ef.
     ("XRS", "62007106200504deadbeef"),
+    // 0 10101 (index 21) 0 (no extensions) 0 1 (no nonStandardData, replyAddress) → 54 and
+    // 1, padded → 80; seq 119 - 1 = 0x0076; callReferenceValue 0000; replyAddress: 0 000
+    // (ipAddress) padded → 00, ip 7f000001, port 1719 = 06b7.
+    ("IRQ", "548000760000007f00000106b7"),
     // 1 0 000011 (extension addition 3 = index 28) → 83; open type of 3 octets: preamble
     // 0 0000 padded, seq 115 - 1 = 0x0072.
     ("IACK", "8303000072"),

@@ -339,6 +339,48 @@ fn duplicate_alias_from_another_address_is_rejected() {
         .any(|c| c.address == again && c.sockets == 1));
 }
 
+/// A gatekeeper-sent IRQ (the admin port's `POST /api/registrations/{id}/irq`) goes from the
+/// C-LAN the endpoint registered at to its RAS address; the IRR carrying its
+/// `requestSeqNum` is counted and raises an `info_response` event, another is not, and an
+/// endpoint that is not registered gets none.
+#[test]
+fn a_gatekeeper_irq_is_answered_by_the_irr_of_its_sequence_number() {
+    let mut lab = Lab::new(ONE_REGION);
+    lab.gatekeeper.set_events_watched(true);
+    let mut p = phone(1, 1);
+    let clan = lab.register(&mut p);
+    let id = p.endpoint_id.as_ref().unwrap().text();
+    let (seq, out) = lab.gatekeeper.request_info(lab.now, &id).unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].local, out[0].to), (clan, p.ras_address));
+    assert_eq!(Answer::read(&out[0].payload).unwrap(), Answer::Irq { seq });
+    // An IRR of another sequence number answers nothing of ours.
+    let stray = p.irr(seq.wrapping_add(7)).unwrap();
+    assert!(lab.send(clan, &p, &stray).is_empty());
+    assert_eq!(lab.gatekeeper.stats().irq_answered, 0);
+    lab.at(1);
+    let irr = p.irr(seq).unwrap();
+    assert!(
+        lab.send(clan, &p, &irr).is_empty(),
+        "an IRR asks for no answer"
+    );
+    assert_eq!(lab.gatekeeper.stats().irq_answered, 1);
+    let events = serde_json::to_value(lab.gatekeeper.drain_events()).unwrap();
+    let answered = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "info_response")
+        .expect("an info_response event");
+    assert_eq!(answered["endpoint_id"], id.as_str());
+    assert_eq!(answered["seq"], seq);
+    assert_eq!(answered["after_ms"], 1000);
+    // Once is enough: the same IRR again is not counted twice.
+    lab.send(clan, &p, &irr);
+    assert_eq!(lab.gatekeeper.stats().irq_answered, 1);
+    assert!(lab.gatekeeper.request_info(lab.now, "EP0000BEEF").is_err());
+}
+
 /// Region 1 (home) spills to its direct regions 2 and 3 in ascending order although the
 /// link to 3 is listed first, then to indirect region 4 (`agl = true`); indirect region 5
 /// (`agl = false`) is never used.

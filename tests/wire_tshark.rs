@@ -194,6 +194,20 @@ fn check(name: &str, f: &Frame) {
         }
         "XRS" => assert_value(f, "messageNotUnderstood", "deadbeef"),
         "IACK" => assert_value(f, "requestSeqNum", "115"),
+        "IRQ" => {
+            assert_value(f, "requestSeqNum", "119");
+            assert_value(f, "callReferenceValue", "0");
+            let reply = f.subtree("replyAddress");
+            let gk = addr(GK);
+            assert_eq!(
+                tshark::values_of(reply.iter().copied(), "ip"),
+                [gk.ip().to_string()]
+            );
+            assert_eq!(
+                tshark::values_of(reply.iter().copied(), "port"),
+                [gk.port().to_string()]
+            );
+        }
         "DRJ" => {
             assert_value(f, "requestSeqNum", "117");
             assert_value(f, "rejectReason", "notRegistered (0)");

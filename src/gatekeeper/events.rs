@@ -91,6 +91,15 @@ pub enum Event {
         /// The ASN.1 name of the reason.
         reason: &'static str,
     },
+    /// An IRR answered a gatekeeper-sent IRQ.
+    InfoResponse {
+        /// Its `endpointIdentifier`.
+        endpoint_id: String,
+        /// The IRQ's (and the IRR's) `requestSeqNum`.
+        seq: u16,
+        /// From the IRQ sent to its IRR, milliseconds.
+        after_ms: u64,
+    },
     /// A C-LAN went into or out of service.
     ClanState {
         /// Its name.

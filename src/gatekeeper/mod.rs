@@ -250,6 +250,9 @@ pub struct Gatekeeper {
     retransmits: RetransmitCache,
     rate_limit: RateLimit,
     pending_urqs: HashMap<(SocketAddr, u16), PendingUrq>,
+    /// Gatekeeper-sent IRQs waiting for their IRR: per registration, the last one's
+    /// `requestSeqNum` and when it was sent.
+    pending_irqs: HashMap<u64, (u16, Instant)>,
     tts_pending: BTreeSet<u64>,
     tts_retry_at: Option<Instant>,
     /// The deadlines of reservations and pending URQs, exactly one each: moving a deadline
@@ -326,6 +329,7 @@ impl Gatekeeper {
             retransmits,
             rate_limit,
             pending_urqs: HashMap::new(),
+            pending_irqs: HashMap::new(),
             tts_pending: BTreeSet::new(),
             tts_retry_at: None,
             timers: BTreeSet::new(),
@@ -689,7 +693,7 @@ impl Gatekeeper {
             }
             RasMessage::bandwidthRequest(brq) => self.bandwidth_request(from, brq).map(Reply::from),
             RasMessage::infoRequestResponse(irr) => {
-                self.info_request_response(from, irr).map(Reply::from)
+                self.info_request_response(now, from, irr).map(Reply::from)
             }
             _ => Some(reply::unknown_message_response(seq, datagram).into()),
         }
@@ -1043,6 +1047,7 @@ impl Gatekeeper {
     /// What ends with registration `key` (socket on `socket`) besides its registry entry
     /// and its socket: its calls, a pending TTS placement, and the event.
     fn registration_ended(&mut self, key: u64, socket: Option<ClanIdx>, reason: Ending) {
+        self.pending_irqs.remove(&key);
         self.calls.end_all_of(key);
         self.trunk_members.end_all_of(key);
         self.trunk_members.leave(key);
@@ -1209,6 +1214,26 @@ impl Gatekeeper {
             )
             .into_iter()
             .collect())
+    }
+
+    /// Asks a registered endpoint for its state: a gatekeeper-sent IRQ from the C-LAN it
+    /// registered at, about all its calls. Its IRR, matched by `requestSeqNum`, is counted
+    /// and raises an `info_response` event. The IRQ's `requestSeqNum`.
+    pub fn request_info(
+        &mut self,
+        now: Instant,
+        endpoint_id: &str,
+    ) -> Result<(u16, Vec<Transmit>), UnknownEndpoint> {
+        let unknown = || UnknownEndpoint(endpoint_id.to_string());
+        let key = registry::key_of(endpoint_id).ok_or_else(unknown)?;
+        let registration = self.registry.get(key).ok_or_else(unknown)?;
+        let (to, family) = (registration.ras_address(), registration.family());
+        let local = self.ras_address(registration.registered_via, family);
+        let seq = self.next_seq();
+        let irq = reply::info_request(seq, local);
+        let transmit = self.send(local, to, &irq);
+        self.pending_irqs.insert(key, (seq, now));
+        Ok((seq, transmit.into_iter().collect()))
     }
 
     /// Changes a C-LAN's cap. A cap below the load stops new work on it until the load falls;

@@ -563,18 +563,38 @@ impl Gatekeeper {
         }
     }
 
-    /// An IRR: answered only when it asks (`needResponse`): IACK from a registered endpoint,
-    /// INAK `notRegistered` otherwise.
+    /// An IRR: one answering the gatekeeper's IRQ (its `requestSeqNum`) is counted and
+    /// raises an `info_response` event. Answered only when it asks (`needResponse`): IACK
+    /// from a registered endpoint, INAK `notRegistered` otherwise.
     pub(super) fn info_request_response(
         &mut self,
+        now: Instant,
         from: SocketAddr,
         irr: &InfoRequestResponse,
     ) -> Option<RasMessage> {
+        let seq = irr.request_seq_num.0;
+        let key = self.registered(&irr.endpoint_identifier, from);
+        if let Some(key) = key {
+            if self
+                .pending_irqs
+                .get(&key)
+                .is_some_and(|&(asked, _)| asked == seq)
+            {
+                let (_, sent) = self.pending_irqs.remove(&key).unwrap_or((seq, now));
+                self.stats.irq_answered += 1;
+                if self.events.watched() {
+                    self.events.push(Event::InfoResponse {
+                        endpoint_id: registry::endpoint_id_text(key),
+                        seq,
+                        after_ms: now.saturating_duration_since(sent).as_millis() as u64,
+                    });
+                }
+            }
+        }
         if irr.need_response != Some(true) {
             return None;
         }
-        let seq = irr.request_seq_num.0;
-        if self.registered(&irr.endpoint_identifier, from).is_some() {
+        if key.is_some() {
             Some(reply::info_request_ack(seq))
         } else {
             self.note_reject("INAK", "notRegistered");

@@ -105,6 +105,8 @@ pub struct Stats {
     pub keep_alives: u64,
     /// URQs from endpoints accepted.
     pub unregistrations: u64,
+    /// IRRs answering a gatekeeper-sent IRQ (its `requestSeqNum`).
+    pub irq_answered: u64,
     /// Registrations that ran out of TTL.
     pub registrations_expired: u64,
     /// GCF reservations that ran out before an RRQ.
@@ -135,6 +137,7 @@ impl Default for Stats {
             registrations: 0,
             keep_alives: 0,
             unregistrations: 0,
+            irq_answered: 0,
             registrations_expired: 0,
             reservations_expired: 0,
             gcf_tts: 0,

@@ -612,6 +612,31 @@ pub fn unknown_message_response(request_seq_num: u16, message: &[u8]) -> RasMess
     })
 }
 
+/// IRQ: the gatekeeper asks a registered endpoint for its state (an IRR in answer, with this
+/// `requestSeqNum`), about all its calls (`callReferenceValue` 0), the answer to go to
+/// `reply_address` (the gatekeeper's RAS address it is sent from).
+#[doc(alias = "IRQ")]
+pub fn info_request(request_seq_num: u16, reply_address: SocketAddr) -> RasMessage {
+    RasMessage::infoRequest(asn::InfoRequest {
+        request_seq_num: seq(request_seq_num),
+        call_reference_value: asn::CallReferenceValue(0),
+        non_standard_data: None,
+        reply_address: Some(transport_address(reply_address)),
+        call_identifier: None,
+        tokens: None,
+        crypto_tokens: None,
+        integrity_check_value: None,
+        uuies_requested: None,
+        call_linkage: None,
+        usage_info_requested: None,
+        segmented_response_supported: None,
+        next_segment_requested: None,
+        capacity_info_requested: None,
+        generic_data: None,
+        assigned_gatekeeper: None,
+    })
+}
+
 /// IACK: an IRR that asked for a response (`needResponse`) was received.
 #[doc(alias = "IACK")]
 pub fn info_request_ack(request_seq_num: u16) -> RasMessage {

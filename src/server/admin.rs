@@ -39,6 +39,7 @@ use tokio_stream::StreamExt as _;
 use super::Query;
 use crate::config::pattern_matches;
 use crate::gatekeeper::events::Event;
+use crate::gatekeeper::UnknownEndpoint;
 use crate::ras::Alias;
 
 /// Why an admin request failed, as a JSON body `{"error": "..."}`.
@@ -98,6 +99,20 @@ impl Admin {
             .await
             .map_err(|_| AdminError::Unavailable)?;
         rx.await.map_err(|_| AdminError::Unavailable)
+    }
+
+    /// A change to one registration: the bearer token checked, the query made of the
+    /// endpoint's id, and an endpoint the gatekeeper does not know a 404.
+    async fn change_endpoint<T>(
+        &self,
+        headers: &HeaderMap,
+        endpoint_id: String,
+        make: impl FnOnce(String, oneshot::Sender<Result<T, UnknownEndpoint>>) -> Query,
+    ) -> Result<T, AdminError> {
+        self.authorize(headers)?;
+        self.ask(|reply| make(endpoint_id, reply))
+            .await?
+            .map_err(|e| AdminError::NotFound(e.to_string()))
     }
 
     /// Checks the bearer token of a change.
@@ -339,13 +354,23 @@ async fn unregister(
     Path(endpoint_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, AdminError> {
-    admin.authorize(&headers)?;
     let id = endpoint_id.clone();
-    admin
-        .ask(|reply| Query::Unregister { endpoint_id, reply })
-        .await?
-        .map_err(|e| AdminError::NotFound(e.to_string()))?;
+    let make = |endpoint_id, reply| Query::Unregister { endpoint_id, reply };
+    admin.change_endpoint(&headers, endpoint_id, make).await?;
     Ok(Json(serde_json::json!({ "unregistered": id })))
+}
+
+/// `POST /api/registrations/{endpoint_id}/irq`: the gatekeeper sends the endpoint an IRQ;
+/// its IRR shows as an `info_response` event.
+async fn request_info(
+    State(admin): State<Admin>,
+    Path(endpoint_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, AdminError> {
+    let id = endpoint_id.clone();
+    let make = |endpoint_id, reply| Query::RequestInfo { endpoint_id, reply };
+    let seq = admin.change_endpoint(&headers, endpoint_id, make).await?;
+    Ok(Json(serde_json::json!({ "irq": id, "seq": seq })))
 }
 
 async fn metrics(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
@@ -378,6 +403,7 @@ fn router(admin: Admin) -> Router {
         .route("/api/regions", get(regions))
         .route("/api/registrations", get(registrations))
         .route("/api/registrations/{endpoint_id}", delete(unregister))
+        .route("/api/registrations/{endpoint_id}/irq", post(request_info))
         .route("/api/placement", get(placement))
         .route("/api/calls", get(calls))
         .route("/api/trunks", get(trunks))

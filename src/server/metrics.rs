@@ -560,6 +560,11 @@ impl Figures {
                 s.unregistrations,
             ),
             (
+                "rasgk_irq_answered_total",
+                "IRRs answering a gatekeeper-sent IRQ.",
+                s.irq_answered,
+            ),
+            (
                 "rasgk_registrations_expired_total",
                 "Registrations that ran out of TTL.",
                 s.registrations_expired,

@@ -102,6 +102,10 @@ pub(crate) enum Query {
         endpoint_id: String,
         reply: oneshot::Sender<Result<(), UnknownEndpoint>>,
     },
+    RequestInfo {
+        endpoint_id: String,
+        reply: oneshot::Sender<Result<u16, UnknownEndpoint>>,
+    },
 }
 
 /// A server with every socket bound, ready to [`run`](Server::run).
@@ -470,6 +474,17 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
             match gatekeeper.unregister_endpoint(now, &endpoint_id) {
                 Ok(out) => {
                     let _ = reply.send(Ok(()));
+                    return out;
+                }
+                Err(error) => {
+                    let _ = reply.send(Err(error));
+                }
+            }
+        }
+        Query::RequestInfo { endpoint_id, reply } => {
+            match gatekeeper.request_info(now, &endpoint_id) {
+                Ok((seq, out)) => {
+                    let _ = reply.send(Ok(seq));
                     return out;
                 }
                 Err(error) => {

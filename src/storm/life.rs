@@ -396,7 +396,8 @@ impl<'a> Life<'a> {
         let _ = self.line.send_to(datagram, to).await;
     }
 
-    /// Receives until `deadline`; answers gatekeeper-sent URQs on the way (and reports them).
+    /// Receives until `deadline`; answers a gatekeeper-sent IRQ with an IRR on the way (it
+    /// changes nothing), and reports everything else, a gatekeeper-sent URQ among it.
     async fn receive(&mut self, deadline: Instant) -> Option<(Answer, SocketAddr)> {
         // The deadline on the wall clock, which the kernel's receive times are on.
         let by = wall_time() + deadline.saturating_duration_since(Instant::now());
@@ -419,9 +420,17 @@ impl<'a> Life<'a> {
                 continue;
             }
             self.record(from, self.phone.ras_address, &datagram);
-            if let Ok(answer) = Answer::read(&datagram) {
-                self.heard_at = at;
-                return Some((answer, from));
+            match Answer::read(&datagram) {
+                Ok(Answer::Irq { seq }) => {
+                    if let Some(irr) = self.phone.irr(seq) {
+                        self.send(from, &irr).await;
+                    }
+                }
+                Ok(answer) => {
+                    self.heard_at = at;
+                    return Some((answer, from));
+                }
+                Err(_) => {}
             }
         }
     }

@@ -217,6 +217,7 @@ pub fn all() -> Vec<(&'static str, bool, RasMessage)> {
             false,
             reply::unknown_message_response(114, &[0xde, 0xad, 0xbe, 0xef]),
         ),
+        ("IRQ", false, reply::info_request(119, addr(GK))),
         ("IACK", false, reply::info_request_ack(115)),
         ("INAK", false, reply::info_request_nak_not_registered(116)),
         ("DRJ", false, reply::disengage_reject_not_registered(117)),
