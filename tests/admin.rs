@@ -586,3 +586,73 @@ fn an_irq_on_the_admin_port_reaches_the_endpoint_and_its_irr_is_counted() {
     let unknown = "/api/registrations/EP0000BEEF/irq";
     assert_eq!(lab.request("POST", unknown, Some(TOKEN), "").0, 404);
 }
+
+/// Reads a server-sent event stream's data lines as JSON until `done` holds (at most 10 s).
+fn sse_until(reader: &mut BufReader<TcpStream>, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let mut line = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && !done(&seen) {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if let Some(data) = line.trim().strip_prefix("data:") {
+            seen.push(serde_json::from_str(data.trim()).unwrap());
+        }
+    }
+    seen
+}
+
+/// `GET /api/ras?peer=PREFIX` streams every RAS message to and from the peers of the prefix
+/// as it passes, decoded (`type`, `seq`, `message`), with its direction and the gatekeeper's
+/// address; a phone outside the prefix is not shown, and a bad prefix is a 400.
+#[test]
+fn the_ras_stream_shows_a_peers_messages_both_ways() {
+    let lab = Lab::start(22, false);
+    assert_eq!(
+        lab.request("GET", "/api/ras?peer=nonsense", None, "").0,
+        400
+    );
+    let mut stream = TcpStream::connect(lab.served.admin).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /api/ras?peer=127.1.22.0/24 HTTP/1.1\r\nHost: x\r\n\r\n"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 0 && !line.trim().is_empty() {
+        line.clear();
+    }
+    let _outside = lab.register(2, 1, 60_002);
+    let phone = lab.register(1, 1, 60_001);
+    let seen = sse_until(&mut reader, |seen| seen.iter().any(|s| s["type"] == "RCF"));
+    let kinds: Vec<(&str, &str)> = seen
+        .iter()
+        .map(|s| {
+            (
+                s["direction"].as_str().unwrap(),
+                s["type"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("in", "GRQ"), ("out", "GCF"), ("in", "RRQ"), ("out", "RCF")],
+        "{seen:?}"
+    );
+    let own = phone.phone.ras_address.to_string();
+    assert!(seen.iter().all(|s| s["peer"] == own.as_str()), "{seen:?}");
+    assert_eq!(seen[0]["local"], "127.0.22.1:1719", "the GRQ to discovery");
+    assert_eq!(seen[2]["seq"], seen[3]["seq"]);
+    assert_eq!(seen[3]["local"], seen[2]["local"], "the RCF from the C-LAN");
+    assert!(seen[3]["at_ms"].as_f64().unwrap() >= seen[2]["at_ms"].as_f64().unwrap());
+    assert_eq!(
+        seen[3]["message"]["registrationConfirm"]["endpointIdentifier"],
+        "EP00000002"
+    );
+}

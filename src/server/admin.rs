@@ -36,6 +36,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::StreamExt as _;
 
+use super::tap::Tap;
 use super::Query;
 use crate::config::pattern_matches;
 use crate::gatekeeper::events::Event;
@@ -85,6 +86,7 @@ impl IntoResponse for AdminError {
 struct Admin {
     queries: mpsc::Sender<Query>,
     events: broadcast::Sender<Arc<Event>>,
+    tap: Tap,
     token: Option<Arc<str>>,
 }
 
@@ -292,6 +294,44 @@ async fn events(
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
+/// `GET /api/ras[?peer=ADDRESS-OR-PREFIX]`: server-sent events, one JSON object each for every
+/// RAS datagram the gatekeeper receives or sends (`at_ms`, `direction` in or out, `local`,
+/// `peer`, `type`, `seq`, `message`), those of the peers in `peer` (an IP, or a prefix such
+/// as `127.1.0.0/24`) when given.
+async fn ras(
+    State(admin): State<Admin>,
+    RawQuery(query): RawQuery,
+) -> Result<impl IntoResponse, AdminError> {
+    let mut peers: Option<ipnet::IpNet> = None;
+    for (key, value) in pairs(&query) {
+        match key.as_str() {
+            "peer" => {
+                let net = value
+                    .parse::<ipnet::IpNet>()
+                    .or_else(|_| value.parse::<IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| {
+                        AdminError::BadRequest(format!(
+                            "peer={value:?} is neither an IP address nor a prefix such as \
+                             127.1.0.0/24"
+                        ))
+                    })?;
+                peers = Some(net);
+            }
+            other => return Err(unknown_parameter(other, &["peer"])),
+        }
+    }
+    let stream = BroadcastStream::new(admin.tap.subscribe()).filter_map(move |seen| {
+        // A watcher that fell behind skips what it missed (Lagged) and goes on.
+        let seen = seen.ok()?;
+        if peers.is_some_and(|net| !net.contains(&seen.peer.ip().to_canonical())) {
+            return None;
+        }
+        let data = serde_json::to_string(&*seen).ok()?;
+        Some(Ok::<_, Infallible>(SseEvent::default().data(data)))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ServiceChange {
@@ -409,6 +449,7 @@ fn router(admin: Admin) -> Router {
         .route("/api/trunks", get(trunks))
         .route("/api/rebalance", get(rebalance))
         .route("/api/events", get(events))
+        .route("/api/ras", get(ras))
         .route("/metrics", get(metrics))
         .fallback(not_found)
         .with_state(admin)
@@ -418,12 +459,13 @@ fn router(admin: Admin) -> Router {
 pub(super) async fn serve(
     listener: tokio::net::TcpListener,
     queries: mpsc::Sender<Query>,
-    events: broadcast::Sender<Arc<Event>>,
+    (events, tap): (broadcast::Sender<Arc<Event>>, Tap),
     token: Option<String>,
 ) {
     let admin = Admin {
         queries,
         events,
+        tap,
         token: token.map(Arc::from),
     };
     if let Err(error) = axum::serve(listener, router(admin)).await {

@@ -23,6 +23,7 @@ mod metrics;
 mod reload;
 mod signalling;
 pub mod state_file;
+mod tap;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -284,7 +285,9 @@ impl Server {
         let mut batch = batch::Batch::default();
         // A batch's replies, the vector kept from batch to batch.
         let mut replies = Vec::new();
-        send_all(&sockets, &mut batch, &mut { pending }).await;
+        // RAS as it passes, for `/api/ras`.
+        let tap = tap::Tap::new();
+        send_all(&sockets, None, &mut batch, &mut { pending }).await;
         let mut persister = state_file.map(state_file::Persister::new);
         let mut state_tick = tokio::time::interval(
             persister
@@ -298,7 +301,12 @@ impl Server {
         let mut tasks = tokio::task::JoinSet::new();
         let mut hangups = hangup_signals();
         let token = gatekeeper.config().admin.token.clone();
-        tasks.spawn(admin::serve(admin, queries_tx, events.clone(), token));
+        tasks.spawn(admin::serve(
+            admin,
+            queries_tx,
+            (events.clone(), tap.clone()),
+            token,
+        ));
         let signalling_on = !listeners.is_empty();
         let (mut connections, mut socket_events) =
             signalling::Connections::start(gatekeeper.config(), listeners, open_files, &mut tasks);
@@ -329,7 +337,7 @@ impl Server {
                     watch(&mut gatekeeper, &events);
                     commanded |= serve_ready(
                         &mut gatekeeper,
-                        (&readers, &sockets),
+                        (&readers, &sockets, tap.if_watched()),
                         &mut batch,
                         &mut replies,
                         &mut connections,
@@ -339,12 +347,12 @@ impl Server {
                 () = timer => {
                     watch(&mut gatekeeper, &events);
                     let mut out = gatekeeper.handle_timeout(Instant::now());
-                    send_all(&sockets, &mut batch, &mut out).await;
+                    send_all(&sockets, tap.if_watched(), &mut batch, &mut out).await;
                 }
                 Some(query) = queries.recv() => {
                     watch(&mut gatekeeper, &events);
                     let mut out = answer(&mut gatekeeper, query);
-                    send_all(&sockets, &mut batch, &mut out).await;
+                    send_all(&sockets, tap.if_watched(), &mut batch, &mut out).await;
                 }
                 Some(event) = socket_events.recv(), if signalling_on => {
                     watch(&mut gatekeeper, &events);
@@ -356,6 +364,7 @@ impl Server {
                         let server = reload::Sockets {
                             sockets: &mut sockets,
                             readers: &mut readers,
+                            tap: &tap,
                         };
                         reload::reload(path, &mut gatekeeper, server).await;
                         connections.reconfigure(gatekeeper.config());
@@ -499,7 +508,15 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
 /// Sends datagrams, each from the socket of its local address: runs of the same local
 /// address in one batch ([`batch::send`]), and what that could not send one by one,
 /// waiting for room and logging what fails. `out` is left empty.
-async fn send_all(sockets: &Sockets, batch: &mut batch::Batch, out: &mut Vec<Transmit>) {
+async fn send_all(
+    sockets: &Sockets,
+    tap: Option<&tap::Tap>,
+    batch: &mut batch::Batch,
+    out: &mut Vec<Transmit>,
+) {
+    if let Some(tap) = tap {
+        tap.sending(out);
+    }
     for transmit in out.iter_mut() {
         // An IPv4 phone of a dual-stack IPv6 socket is addressed as ::ffff:a.b.c.d.
         if let (SocketAddr::V6(_), SocketAddr::V4(to)) = (transmit.local, transmit.to) {
@@ -561,7 +578,7 @@ const READ_ROUNDS: usize = 16;
 /// time under load.
 async fn serve_ready(
     gatekeeper: &mut Gatekeeper,
-    (readers, sockets): (&[Reader], &Sockets),
+    (readers, sockets, tap): (&[Reader], &Sockets, Option<&tap::Tap>),
     batch: &mut batch::Batch,
     out: &mut Vec<Transmit>,
     connections: &mut signalling::Connections,
@@ -570,7 +587,7 @@ async fn serve_ready(
     for _ in 0..READ_ROUNDS {
         let mut read_any = false;
         for reader in readers {
-            if serve_socket(gatekeeper, reader, sockets, batch, out).await {
+            if serve_socket(gatekeeper, reader, (sockets, tap), batch, out).await {
                 read_any = true;
                 commanded |= connections.execute(gatekeeper);
             }
@@ -587,7 +604,7 @@ async fn serve_ready(
 async fn serve_socket(
     gatekeeper: &mut Gatekeeper,
     (local, socket): &Reader,
-    sockets: &Sockets,
+    (sockets, tap): (&Sockets, Option<&tap::Tap>),
     batch: &mut batch::Batch,
     out: &mut Vec<Transmit>,
 ) -> bool {
@@ -615,11 +632,16 @@ async fn serve_socket(
     for (datagram, from) in batch.datagrams() {
         gatekeeper.prefetch(*local, canonical(from), datagram);
     }
+    if let Some(tap) = tap {
+        for (datagram, from) in batch.datagrams() {
+            tap.received(*local, canonical(from), datagram);
+        }
+    }
     let now = Instant::now();
     for (datagram, from) in batch.datagrams() {
         gatekeeper.handle_into(now, *local, canonical(from), datagram, out);
     }
-    send_all(sockets, batch, out).await;
+    send_all(sockets, tap, batch, out).await;
     true
 }
 

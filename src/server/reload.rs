@@ -27,6 +27,8 @@ pub(super) struct Sockets<'a> {
     pub sockets: &'a mut super::Sockets,
     /// The sockets the state task reads, with the local address each reports.
     pub readers: &'a mut Vec<(SocketAddr, Arc<UdpSocket>)>,
+    /// What `/api/ras` watchers see of the URQs a reload sends.
+    pub tap: &'a super::tap::Tap,
 }
 
 /// The role of an address in a configuration, for messages.
@@ -110,9 +112,12 @@ pub(super) async fn reload(path: &Path, gatekeeper: &mut Gatekeeper, server: Soc
         server.sockets.insert(address, socket.clone());
         server.readers.push((address, socket));
     }
-    send_all(server.sockets, &mut Batch::default(), &mut {
-        reloaded.transmits
-    })
+    send_all(
+        server.sockets,
+        server.tap.if_watched(),
+        &mut Batch::default(),
+        &mut { reloaded.transmits },
+    )
     .await;
     let unused: Vec<SocketAddr> = server
         .sockets
