@@ -656,3 +656,36 @@ fn the_ras_stream_shows_a_peers_messages_both_ways() {
         "EP00000002"
     );
 }
+
+/// The exam's drills on the admin port: `withhold` (a request kind by its short name) and
+/// `alternate` answer what they armed, want the token, refuse a bad body (400) and an
+/// unknown endpoint (404).
+#[test]
+fn drills_withhold_and_alternate_are_armed_on_the_admin_port() {
+    let lab = Lab::start(23, true);
+    let phone = lab.register(1, 1, 60_001);
+    let id = lab.get("/api/registrations")[0]["endpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let withhold = format!("/api/registrations/{id}/withhold");
+    let rrq = r#"{"request": "RRQ"}"#;
+    assert_eq!(lab.request("POST", &withhold, None, rrq).0, 401);
+    let (code, body) = lab.request("POST", &withhold, Some(TOKEN), r#"{"request": "RCF"}"#);
+    assert_eq!(code, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("RCF"), "{body}");
+    let (code, body) = lab.request("POST", &withhold, Some(TOKEN), rrq);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["request"], "RRQ");
+    assert_eq!(body["peer"], phone.phone.ras_address.to_string());
+    let (code, body) = lab.request(
+        "POST",
+        &format!("/api/registrations/{id}/alternate"),
+        Some(TOKEN),
+        "",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(body["alternate"].as_str().is_some(), "{body}");
+    let unknown = "/api/registrations/EP0000BEEF/alternate";
+    assert_eq!(lab.request("POST", unknown, Some(TOKEN), "").0, 404);
+}

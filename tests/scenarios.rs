@@ -381,6 +381,73 @@ fn a_gatekeeper_irq_is_answered_by_the_irr_of_its_sequence_number() {
     assert!(lab.gatekeeper.request_info(lab.now, "EP0000BEEF").is_err());
 }
 
+/// A drill's withheld answer (`POST /api/registrations/{id}/withhold`): the next keep-alive
+/// is handled but its RCF not sent; the same request sent again gets it from the
+/// retransmission cache, and there is still one registration. The drill is spent after one.
+#[test]
+fn a_withheld_answer_comes_with_the_requests_retransmission() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    let clan = lab.register(&mut p);
+    let id = p.endpoint_id.as_ref().unwrap().text();
+    let source = lab
+        .gatekeeper
+        .withhold(&id, rasgk::ras::MessageKind::Rrq)
+        .unwrap();
+    assert_eq!(source, p.ras_address);
+    // Another kind of request is answered.
+    let urq_free = p.grq();
+    assert_eq!(lab.send(addr(DISCOVERY), &p, &urq_free).len(), 1);
+    let keep_alive = p.keep_alive().unwrap();
+    assert!(lab.send(clan, &p, &keep_alive).is_empty(), "withheld");
+    let again = lab.send(clan, &p, &keep_alive);
+    assert_eq!(again.len(), 1, "the retransmission gets the answer");
+    assert!(matches!(
+        Answer::read(&again[0].payload).unwrap(),
+        Answer::Rcf { .. }
+    ));
+    assert_eq!(lab.gatekeeper.registrations().len(), 1);
+    let next = p.keep_alive().unwrap();
+    assert_eq!(
+        lab.send(clan, &p, &next).len(),
+        1,
+        "one answer withheld, no more"
+    );
+    assert!(lab
+        .gatekeeper
+        .withhold("EP0000BEEF", rasgk::ras::MessageKind::Rrq)
+        .is_err());
+}
+
+/// A drill's alternate (`POST /api/registrations/{id}/alternate`): the endpoint's next full
+/// RRQ is refused with RRJ `resourceUnavailable` naming one alternate C-LAN of its AGL, and
+/// the RRQ it then sends there is confirmed.
+#[test]
+fn a_drilled_alternate_refuses_the_next_full_rrq_and_names_another_clan() {
+    let mut lab = Lab::new(ONE_REGION);
+    let mut p = phone(1, 1);
+    let clan = lab.register(&mut p);
+    let id = p.endpoint_id.as_ref().unwrap().text();
+    let alternate = lab.gatekeeper.refer_to_alternate(&id).unwrap().unwrap();
+    let alternate_address = lab.clan(&alternate).address;
+    assert_ne!(alternate_address, clan);
+    lab.gatekeeper.unregister_endpoint(lab.now, &id).unwrap();
+    match lab.rrq_at(clan, &mut p) {
+        Answer::Rrj {
+            reason, alternates, ..
+        } => {
+            assert_eq!(reason, "resourceUnavailable");
+            assert_eq!(alternates, [alternate_address]);
+        }
+        other => panic!("RRJ expected, got {other:?}"),
+    }
+    assert!(matches!(
+        lab.rrq_at(alternate_address, &mut p),
+        Answer::Rcf { .. }
+    ));
+    assert_eq!(lab.gatekeeper.registrations().len(), 1);
+}
+
 /// Region 1 (home) spills to its direct regions 2 and 3 in ascending order although the
 /// link to 3 is listed first, then to indirect region 4 (`agl = true`); indirect region 5
 /// (`agl = false`) is never used.

@@ -253,6 +253,12 @@ pub struct Gatekeeper {
     /// Gatekeeper-sent IRQs waiting for their IRR: per registration, the last one's
     /// `requestSeqNum` and when it was sent.
     pending_irqs: HashMap<u64, (u16, Instant)>,
+    /// Drills of the admin port, per RAS source: the next answer to a request of this kind
+    /// is withheld ([`Gatekeeper::withhold`]).
+    withheld: HashMap<SocketAddr, MessageKind>,
+    /// … and the next full RRQ is refused with an RRJ naming this C-LAN as the alternate
+    /// ([`Gatekeeper::refer_to_alternate`]).
+    alternates: HashMap<SocketAddr, ClanIdx>,
     tts_pending: BTreeSet<u64>,
     tts_retry_at: Option<Instant>,
     /// The deadlines of reservations and pending URQs, exactly one each: moving a deadline
@@ -330,6 +336,8 @@ impl Gatekeeper {
             rate_limit,
             pending_urqs: HashMap::new(),
             pending_irqs: HashMap::new(),
+            withheld: HashMap::new(),
+            alternates: HashMap::new(),
             tts_pending: BTreeSet::new(),
             tts_retry_at: None,
             timers: BTreeSet::new(),
@@ -506,8 +514,36 @@ impl Gatekeeper {
             Request::FullRegistration(rrq) => Incoming::FullRegistration(rrq),
             Request::Message(message) => Incoming::Message(message),
         };
+        let before = out.len();
         self.respond(now, (local, from), (incoming, datagram), checked, out);
+        if !self.withheld.is_empty() {
+            self.withhold_answer(from, datagram, out, before);
+        }
         self.notice_loads(now);
+    }
+
+    /// A drill's withheld answer: when the next answer to `from`'s request of the kind
+    /// withheld has just been written (from `out[before..]`), it is not sent. It is in the
+    /// retransmission cache all the same, so the same request sent again (its
+    /// `requestSeqNum` and octets) gets it.
+    fn withhold_answer(
+        &mut self,
+        from: SocketAddr,
+        datagram: &[u8],
+        out: &mut Vec<Transmit>,
+        before: usize,
+    ) {
+        let asked = ras::peek_kind(datagram);
+        if asked.is_none() || self.withheld.get(&from).copied() != asked {
+            return;
+        }
+        self.withheld.remove(&from);
+        let written: Vec<Transmit> = out.drain(before..).collect();
+        let (kept, held): (Vec<_>, Vec<_>) = written.into_iter().partition(|t| t.to != from);
+        out.extend(kept);
+        if !held.is_empty() {
+            tracing::info!(peer = %from, request = ?asked, "answer withheld (drill)");
+        }
     }
 
     /// Asks the processor to fetch the memory [`handle`](Gatekeeper::handle) reads first for
@@ -1234,6 +1270,47 @@ impl Gatekeeper {
         let transmit = self.send(local, to, &irq);
         self.pending_irqs.insert(key, (seq, now));
         Ok((seq, transmit.into_iter().collect()))
+    }
+
+    /// A drill: the answer to the endpoint's next request of kind `request` (`RRQ`, `GRQ`,
+    /// `ARQ`, …) is not sent, though it is kept for the request's retransmission. Its RAS
+    /// address.
+    pub fn withhold(
+        &mut self,
+        endpoint_id: &str,
+        request: MessageKind,
+    ) -> Result<SocketAddr, UnknownEndpoint> {
+        let key = registry::key_of(endpoint_id)
+            .filter(|&key| self.registry.get(key).is_some())
+            .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
+        let source = self.registry.get(key).map(|r| r.source);
+        let source = source.ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
+        self.withheld.insert(source, request);
+        Ok(source)
+    }
+
+    /// A drill: the endpoint's next full RRQ, wherever it arrives, is refused with RRJ
+    /// `resourceUnavailable` whose `altGKInfo` names one alternate — the first C-LAN of its
+    /// AGL in service other than the one it registered at. The alternate's name; `None` when
+    /// its AGL has no other.
+    pub fn refer_to_alternate(
+        &mut self,
+        endpoint_id: &str,
+    ) -> Result<Option<String>, UnknownEndpoint> {
+        let registration = registry::key_of(endpoint_id)
+            .and_then(|key| self.registry.get(key))
+            .ok_or_else(|| UnknownEndpoint(endpoint_id.to_string()))?;
+        let (source, via) = (registration.source, registration.registered_via);
+        let alternate = registration
+            .agl
+            .iter()
+            .copied()
+            .find(|&clan| clan != via && self.loads.get(clan).in_service);
+        let Some(clan) = alternate else {
+            return Ok(None);
+        };
+        self.alternates.insert(source, clan);
+        Ok(Some(self.clan_name(clan)))
     }
 
     /// Changes a C-LAN's cap. A cap below the load stops new work on it until the load falls;

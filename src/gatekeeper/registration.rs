@@ -270,6 +270,17 @@ impl Gatekeeper {
                 .reject_rrq(seq, RrjReason::DiscoveryRequired, None)
                 .into();
         };
+        if let Some(alternate) = self.alternates.remove(&from) {
+            // A drill of the admin port: this RRQ is sent to the alternate.
+            let family = Family::of(from.ip());
+            let alt = AltGkInfo {
+                alternates: self.agl_entries(&[alternate], family),
+                permanent: false,
+            };
+            return self
+                .reject_rrq(seq, RrjReason::ResourceUnavailable, Some(alt))
+                .into();
+        }
         let call_signal_address: CallSignalAddresses = rrq.call_signal_address.clone().collect();
         if call_signal_address.is_empty() {
             return self

@@ -58,6 +58,9 @@ pub enum AdminError {
     /// No such C-LAN, endpoint or route.
     #[error("{0}")]
     NotFound(String),
+    /// The change cannot be made in the gatekeeper's present state.
+    #[error("{0}")]
+    Conflict(String),
     /// The gatekeeper is shutting down.
     #[error("the gatekeeper is shutting down")]
     Unavailable,
@@ -70,6 +73,7 @@ impl IntoResponse for AdminError {
             AdminError::NoToken => StatusCode::UNAUTHORIZED,
             AdminError::WrongToken => StatusCode::FORBIDDEN,
             AdminError::NotFound(_) => StatusCode::NOT_FOUND,
+            AdminError::Conflict(_) => StatusCode::CONFLICT,
             AdminError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         };
         let body = Json(serde_json::json!({ "error": self.to_string() }));
@@ -413,6 +417,64 @@ async fn request_info(
     Ok(Json(serde_json::json!({ "irq": id, "seq": seq })))
 }
 
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WithholdAsked {
+    request: String,
+}
+
+/// `POST /api/registrations/{endpoint_id}/withhold` `{"request": "RRQ"}`: a drill; the
+/// answer to the endpoint's next request of that kind is not sent (its retransmission gets
+/// it).
+async fn withhold(
+    State(admin): State<Admin>,
+    Path(endpoint_id): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<impl IntoResponse, AdminError> {
+    let asked: WithholdAsked = body(&bytes, r#"{"request": "RRQ"}"#)?;
+    let request = crate::ras::MessageKind::from_short_name(&asked.request)
+        .filter(|kind| kind.is_request())
+        .ok_or_else(|| {
+            AdminError::BadRequest(format!(
+                "request {:?} is no RAS request's short name (GRQ, RRQ, URQ, ARQ, BRQ, DRQ, \
+                 LRQ, IRR)",
+                asked.request
+            ))
+        })?;
+    let id = endpoint_id.clone();
+    let make = |endpoint_id, reply| Query::Withhold {
+        endpoint_id,
+        request,
+        reply,
+    };
+    let peer = admin.change_endpoint(&headers, endpoint_id, make).await?;
+    Ok(Json(serde_json::json!({
+        "withhold": id,
+        "request": request.short_name(),
+        "peer": peer.to_string(),
+    })))
+}
+
+/// `POST /api/registrations/{endpoint_id}/alternate`: a drill; the endpoint's next full RRQ
+/// is refused with an RRJ naming one alternate C-LAN of its AGL.
+async fn alternate(
+    State(admin): State<Admin>,
+    Path(endpoint_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, AdminError> {
+    let id = endpoint_id.clone();
+    let make = |endpoint_id, reply| Query::Alternate { endpoint_id, reply };
+    match admin.change_endpoint(&headers, endpoint_id, make).await? {
+        Some(clan) => Ok(Json(
+            serde_json::json!({ "alternate": clan, "endpoint_id": id }),
+        )),
+        None => Err(AdminError::Conflict(format!(
+            "{id}: its AGL names no C-LAN in service besides the one it registered at"
+        ))),
+    }
+}
+
 async fn metrics(State(admin): State<Admin>) -> Result<impl IntoResponse, AdminError> {
     let figures = admin.ask(Query::Metrics).await?;
     Ok((
@@ -444,6 +506,11 @@ fn router(admin: Admin) -> Router {
         .route("/api/registrations", get(registrations))
         .route("/api/registrations/{endpoint_id}", delete(unregister))
         .route("/api/registrations/{endpoint_id}/irq", post(request_info))
+        .route("/api/registrations/{endpoint_id}/withhold", post(withhold))
+        .route(
+            "/api/registrations/{endpoint_id}/alternate",
+            post(alternate),
+        )
         .route("/api/placement", get(placement))
         .route("/api/calls", get(calls))
         .route("/api/trunks", get(trunks))

@@ -107,6 +107,15 @@ pub(crate) enum Query {
         endpoint_id: String,
         reply: oneshot::Sender<Result<u16, UnknownEndpoint>>,
     },
+    Withhold {
+        endpoint_id: String,
+        request: crate::ras::MessageKind,
+        reply: oneshot::Sender<Result<SocketAddr, UnknownEndpoint>>,
+    },
+    Alternate {
+        endpoint_id: String,
+        reply: oneshot::Sender<Result<Option<String>, UnknownEndpoint>>,
+    },
 }
 
 /// A server with every socket bound, ready to [`run`](Server::run).
@@ -489,6 +498,16 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
                     let _ = reply.send(Err(error));
                 }
             }
+        }
+        Query::Withhold {
+            endpoint_id,
+            request,
+            reply,
+        } => {
+            let _ = reply.send(gatekeeper.withhold(&endpoint_id, request));
+        }
+        Query::Alternate { endpoint_id, reply } => {
+            let _ = reply.send(gatekeeper.refer_to_alternate(&endpoint_id));
         }
         Query::RequestInfo { endpoint_id, reply } => {
             match gatekeeper.request_info(now, &endpoint_id) {
