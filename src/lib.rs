@@ -45,6 +45,7 @@ pub mod ras;
 pub mod replay;
 pub mod roster;
 pub mod server;
+pub mod simulated_phone;
 pub mod sockets;
 pub mod status;
 pub mod storm;

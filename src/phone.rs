@@ -456,13 +456,29 @@ impl Phone {
     /// An ARQ for an outbound call to `dialled` (digits), or `None` before the phone has an
     /// endpoint id or when `dialled` is not dialledDigits.
     pub fn arq(&mut self, dialled: &str, call_id: [u8; 16]) -> Option<Vec<u8>> {
+        let destination = [Alias::dialled_digits(dialled).ok()?];
+        self.admission(&destination, call_id, false)
+    }
+
+    /// An ARQ asking to answer the call `call_id` offered to it (`answerCall` TRUE, its
+    /// own aliases as the destination), or `None` before the phone has an endpoint id.
+    pub fn answer_arq(&mut self, call_id: [u8; 16]) -> Option<Vec<u8>> {
+        let destination = self.aliases.clone();
+        self.admission(&destination, call_id, true)
+    }
+
+    fn admission(
+        &mut self,
+        destination: &[Alias],
+        call_id: [u8; 16],
+        answer_call: bool,
+    ) -> Option<Vec<u8>> {
         let seq = self.next_seq();
         let endpoint_id = self.endpoint_id.as_ref()?;
-        let destination = [Alias::dialled_digits(dialled).ok()?];
         let mut arq = request::admission_request(&request::Arq {
             request_seq_num: seq,
             endpoint_id,
-            destination: &destination,
+            destination,
             source: &self.aliases,
             call: request::Call {
                 call_reference_value: u16::from_be_bytes([call_id[14], call_id[15]]),
@@ -470,7 +486,7 @@ impl Phone {
                 call_id,
             },
             band_width: 1280,
-            answer_call: false,
+            answer_call,
         });
         self.authenticate(&mut arq);
         Some(encode(&arq))

@@ -12,5 +12,9 @@
 //! not built yet; nothing here is reachable from the command line.
 
 pub mod catalogue;
+pub mod drill;
+pub mod engine;
 pub mod report;
+pub mod selector;
+pub mod sighting;
 pub mod verdict;

@@ -3,6 +3,7 @@
 pub mod browser;
 pub mod captures;
 pub mod core;
+pub mod exam_world;
 pub mod fixtures;
 pub mod lab;
 pub mod messages;
