@@ -1,6 +1,7 @@
-//! The admin port's client, for `rasgk status`, `rasgk storm` and `rasgk bench`: its
-//! address from the command line ([`admin_address`]) and its JSON views read over plain
-//! HTTP/1.1 ([`get_json`], [`fetch`]).
+//! The admin port's client, for `rasgk status`, `rasgk storm`, `rasgk exam` and `rasgk
+//! bench`: its address from the command line ([`admin_address`]), its JSON views read over
+//! plain HTTP/1.1 ([`get_json`], [`fetch`]), its drills posted ([`http_post`]) and its event
+//! streams read as they come ([`EventStream`]).
 //!
 //! It talks HTTP with the standard library only: one GET per view, `Connection: close`; the
 //! admin port is ours and loopback by default, so no TLS, proxies or redirects are involved.
@@ -68,25 +69,60 @@ pub fn admin_address(text: &str) -> Result<SocketAddr, AdminError> {
 /// One plain HTTP/1.1 `GET path` (`Connection: close`): the status code and the body, with
 /// chunked transfer encoding undone. An answer that is not HTTP is `InvalidData`.
 pub fn http_get(address: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
-    let invalid =
-        |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
+    http_request(address, "GET", path, None, None)
+}
+
+/// One plain HTTP/1.1 `POST path` with a JSON body (and the admin token as a bearer token,
+/// when there is one): the status code and the body.
+pub fn http_post(
+    address: SocketAddr,
+    path: &str,
+    body: &str,
+    token: Option<&str>,
+) -> std::io::Result<(u16, String)> {
+    http_request(address, "POST", path, Some(body), token)
+}
+
+/// One plain HTTP/1.1 `DELETE path` (with the admin token, when there is one).
+pub fn http_delete(
+    address: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> std::io::Result<(u16, String)> {
+    http_request(address, "DELETE", path, None, token)
+}
+
+fn http_request(
+    address: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    token: Option<&str>,
+) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nAccept: application/json\r\n\r\n"
-    )?;
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\nAccept: application/json\r\n"
+    );
+    if let Some(token) = token {
+        request.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    if let Some(body) = body {
+        request.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ));
+    } else {
+        request.push_str("\r\n");
+    }
+    stream.write_all(request.as_bytes())?;
     let mut response = Vec::new();
     stream.read_to_end(&mut response)?;
     let text = String::from_utf8(response).map_err(|_| invalid("the answer is not UTF-8"))?;
     let (head, body) = text
         .split_once("\r\n\r\n")
         .ok_or_else(|| invalid("the answer is not HTTP"))?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| invalid("the answer has no HTTP status"))?;
+    let status = status_of(head)?;
     let body = if head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked")
@@ -96,6 +132,101 @@ pub fn http_get(address: SocketAddr, path: &str) -> std::io::Result<(u16, String
         body.to_string()
     };
     Ok((status, body))
+}
+
+fn invalid(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string())
+}
+
+fn status_of(head: &str) -> std::io::Result<u16> {
+    head.split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| invalid("the answer has no HTTP status"))
+}
+
+/// A server-sent event stream of the admin port (`/api/events`, `/api/ras`), read as it
+/// comes: each event's `data`.
+pub struct EventStream {
+    stream: std::io::BufReader<TcpStream>,
+    chunked: bool,
+    pending: String,
+}
+
+impl EventStream {
+    /// Opens `GET path` as an event stream.
+    pub fn open(address: SocketAddr, path: &str) -> std::io::Result<EventStream> {
+        use std::io::BufRead;
+        let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(3))?;
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream\r\n\r\n"
+        )?;
+        let mut reader = std::io::BufReader::new(stream);
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line)? == 0 {
+                return Err(invalid("the stream ended before its headers did"));
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let status = status_of(&head)?;
+        if status != 200 {
+            return Err(invalid(&format!("{path}: HTTP status {status}")));
+        }
+        Ok(EventStream {
+            chunked: head
+                .to_ascii_lowercase()
+                .contains("transfer-encoding: chunked"),
+            stream: reader,
+            pending: String::new(),
+        })
+    }
+
+    /// The next event's data (its `data:` lines joined); an error when the stream ends.
+    pub fn next_data(&mut self) -> std::io::Result<String> {
+        use std::io::BufRead;
+        loop {
+            if let Some(end) = self.pending.find("\n\n") {
+                let event: String = self.pending.drain(..end + 2).collect();
+                let data: Vec<&str> = event
+                    .lines()
+                    .filter_map(|line| line.strip_prefix("data:"))
+                    .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                    .collect();
+                if !data.is_empty() {
+                    return Ok(data.join("\n"));
+                }
+                continue;
+            }
+            if self.chunked {
+                let mut size = String::new();
+                if self.stream.read_line(&mut size)? == 0 {
+                    return Err(invalid("the stream ended"));
+                }
+                let size = usize::from_str_radix(size.trim(), 16)
+                    .map_err(|_| invalid("broken chunked encoding"))?;
+                if size == 0 {
+                    return Err(invalid("the stream ended"));
+                }
+                let mut chunk = vec![0; size + 2];
+                self.stream.read_exact(&mut chunk)?;
+                chunk.truncate(size);
+                self.pending
+                    .push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+            } else {
+                let mut line = String::new();
+                if self.stream.read_line(&mut line)? == 0 {
+                    return Err(invalid("the stream ended"));
+                }
+                self.pending.push_str(&line.replace("\r\n", "\n"));
+            }
+        }
+    }
 }
 
 /// The body of `GET path` on the admin port (HTTP 200 only).

@@ -121,6 +121,30 @@ enum Command {
     ///       --sockets --phones 2000 --tts-share 0.5 --regions 3,4,5
     #[command(verbatim_doc_comment)]
     Storm(Box<rasgk::storm::StormArgs>),
+    /// Examine an endpoint: does it behave as an Avaya network expects?
+    ///
+    /// Runs a gatekeeper of its own (`rasgk serve` on --config or the embedded default, with
+    /// the drill's short time to live and its admin port at --admin), waits for the
+    /// endpoints named by --endpoint to register (--wait-s), then runs the drill's checks on
+    /// each, on its own timeline: discovery, what the RRQ declares, keep-alives within the
+    /// time to live, a withheld answer retransmitted with the same requestSeqNum, a
+    /// gatekeeper URQ and IRQ answered, an RRJ's alternate followed, a gatekeeper restart,
+    /// its home region and then its C-LAN taken out (the AGL walked, in order), its
+    /// signalling socket, and with --password its tokens. Each verdict is shown as it comes;
+    /// the report says of each check what was expected, where that comes from (H.225.0 or
+    /// docs/rules.md), what the endpoint did and the messages that show it. A check that
+    /// cannot run is skipped with the reason. Ctrl-C ends the exam and writes the report of
+    /// what ran. Exit status 0 when every check passed or was skipped, 1 when any failed, 2
+    /// when the exam could not run (no endpoint registered, a bad option or drill).
+    ///
+    /// Examples:
+    ///   rasgk exam --endpoint 5001                       # then point the phone at 127.0.0.1:1719
+    ///   rasgk exam --simulate 1 --misbehave ignores-urq  # a simulated phone fails urq
+    ///   rasgk exam --endpoint '5*' --sockets tcp --json exam.json --junit exam.xml
+    ///   rasgk exam --list
+    ///   rasgk exam --print-default-drill > drill.toml; rasgk exam --drill drill.toml --endpoint 5001
+    #[command(verbatim_doc_comment)]
+    Exam(Box<rasgk::exam::command::ExamArgs>),
     /// Plan in virtual time what phones, C-LAN faults and changes would do, before doing it.
     ///
     /// Runs the real gatekeeper core on LAB.toml (the embedded default topology without
@@ -317,6 +341,7 @@ fn main() -> ExitCode {
         Command::CheckConfig { file } => check_config(&file),
         Command::Status { admin, watch } => status(&admin, watch),
         Command::Storm(args) => rasgk::storm::run(*args),
+        Command::Exam(args) => rasgk::exam::command::run(*args),
         Command::Plan(args) => rasgk::plan::run(args),
         Command::Bench(args) => rasgk::bench::run(args),
         Command::Decode { file, json, ports } => decode(&file, json, &ports),

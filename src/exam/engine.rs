@@ -247,6 +247,8 @@ struct Running {
     targets: Vec<SocketAddr>,
     /// The region taken out (`home-out`).
     region: Option<RegionId>,
+    /// The AGL the endpoint held when the step started.
+    agl: Vec<SocketAddr>,
     /// `alternate`: the refusal is armed; the URQ that makes it register again is still
     /// to be sent.
     trigger_pending: bool,
@@ -579,6 +581,11 @@ impl Engine {
             .collect()
     }
 
+    /// Every endpoint's checks graded so far, in the order of [`progress`](Engine::progress).
+    pub fn graded(&self) -> Vec<&[Graded]> {
+        self.examinees.iter().map(|e| e.graded.as_slice()).collect()
+    }
+
     /// Checks graded since the last call, by endpoint: (endpoint, check).
     pub fn graded_since(&self, seen: &mut HashMap<String, usize>) -> Vec<(String, Graded)> {
         let mut out = Vec::new();
@@ -633,6 +640,12 @@ impl Engine {
                     aliases: e.aliases.clone(),
                     ras_address: Some(e.peer.to_string()),
                     checks,
+                    messages: e
+                        .history
+                        .iter()
+                        .take(5000)
+                        .map(Sighting::evidence)
+                        .collect(),
                 }
             })
             .collect()
@@ -833,6 +846,7 @@ impl Engine {
             mark: examinee.history.len(),
             targets: Vec::new(),
             region: None,
+            agl: examinee.agl.clone(),
             trigger_pending: false,
         };
         match step.check.id {
@@ -984,6 +998,7 @@ impl Engine {
                 mark: examinee.history.len(),
                 targets,
                 region,
+                agl: examinee.agl.clone(),
                 trigger_pending: false,
             });
         };
@@ -1019,7 +1034,9 @@ impl Engine {
                         if region != at {
                             let check = catalogue::check(shared.id).expect("a shared check");
                             let why = format!(
-                                "it was not registered in its home region {region} when the                                  step began, but at {} of region {at}",
+                                "its socket was on {} of region {at}, outside its home region \
+                                 {region}: its home region going out of service would leave it \
+                                 registered (docs/rules.md §9.1)",
                                 self.topology.clans[clan].name
                             );
                             self.examinees[i].graded.push(Graded::skipped(check, why));
@@ -1554,7 +1571,7 @@ impl Engine {
                     }),
                 }
             }
-            "clan-out" | "home-out" => self.moved(examinee, running, &seen, deadline),
+            "clan-out" | "home-out" => self.moved(running, &seen, deadline),
             _ => Some((Verdict::Skipped, "not a step".to_string())),
         }
     }
@@ -1659,34 +1676,24 @@ impl Engine {
     /// taken out.
     fn moved(
         &self,
-        examinee: &Examinee,
         running: &Running,
         seen: &[&Sighting],
         deadline: bool,
     ) -> Option<(Verdict, String)> {
         let out = &running.targets;
-        // The AGL in force: the one of a URQ it confirmed, else its RCF's.
+        // The AGLs in force: the one of the URQ that unregistered it, and the one it had
+        // before (its RCF's): the endpoint may walk either (a URQ it did not take leaves it
+        // with its RCF's).
         let urq_agl = seen
             .iter()
             .filter(|s| s.direction == Direction::Out)
             .find_map(|s| match &s.message {
                 RasMessage::unregistrationRequest(urq) => {
-                    let confirmed = seen.iter().any(|u| {
-                        u.direction == Direction::In
-                            && u.kind() == MessageKind::Ucf
-                            && u.seq() == s.seq()
-                    });
-                    confirmed.then(|| {
-                        urq.alternate_gatekeeper
-                            .as_deref()
-                            .map(alternate_addresses)
-                            .unwrap_or_default()
-                    })
+                    urq.alternate_gatekeeper.as_deref().map(alternate_addresses)
                 }
                 _ => None,
             })
             .filter(|agl| !agl.is_empty());
-        let agl = urq_agl.unwrap_or_else(|| examinee.agl.clone());
         let in_service = |a: &SocketAddr| {
             !out.contains(a)
                 && self
@@ -1717,7 +1724,9 @@ impl Engine {
                 } else {
                     (
                         Verdict::Skipped,
-                        "the gatekeeper did not unregister it: it held no socket on the C-LANs                          taken out (a TTS phone without its socket), and its C-LAN went on                          answering it"
+                        "the gatekeeper did not unregister it: it held no socket on the C-LANs \
+                         taken out (a TTS phone without its socket, docs/rules.md §9.1), and its \
+                         C-LAN went on answering it"
                             .to_string(),
                     )
                 }
@@ -1758,7 +1767,12 @@ impl Engine {
                 ),
             ));
         }
-        let Some(position) = agl.iter().position(|a| *a == first.local) else {
+        let agls: Vec<&Vec<SocketAddr>> = urq_agl.iter().chain([&running.agl]).collect();
+        let Some((agl, position)) = agls.iter().find_map(|agl| {
+            agl.iter()
+                .position(|a| *a == first.local)
+                .map(|p| (*agl, p))
+        }) else {
             return Some((
                 Verdict::Fail,
                 format!(
@@ -1783,8 +1797,12 @@ impl Engine {
                 ));
             }
         } else {
+            // In order: its first choice is the first entry in service of an AGL it holds.
+            let in_order = agls
+                .iter()
+                .any(|agl| agl.iter().find(|a| in_service(a)) == Some(&first.local));
             let expected = agl.iter().position(in_service);
-            if let Some(expected) = expected.filter(|&e| e < position) {
+            if let Some(expected) = expected.filter(|&e| e < position && !in_order) {
                 return Some((
                     Verdict::Fail,
                     format!(

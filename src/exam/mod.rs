@@ -12,9 +12,14 @@
 //! not built yet; nothing here is reachable from the command line.
 
 pub mod catalogue;
+pub mod command;
 pub mod drill;
 pub mod engine;
+pub mod live;
 pub mod report;
 pub mod selector;
 pub mod sighting;
+pub mod simulate;
+pub mod status;
+pub mod timeline;
 pub mod verdict;

@@ -21,6 +21,10 @@ pub struct EndpointReport {
     pub ras_address: Option<String>,
     /// Every check of the drill, graded, in the drill's order.
     pub checks: Vec<Graded>,
+    /// Every RAS message between it and the gatekeeper, in time order (the HTML timeline's;
+    /// at most the first 5,000).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<super::verdict::Evidence>,
 }
 
 impl EndpointReport {
@@ -197,6 +201,7 @@ mod tests {
                 ),
                 Graded::skipped(check("password").unwrap(), "no --password given"),
             ],
+            messages: Vec::new(),
         };
         let bad = EndpointReport {
             endpoint: "40002".into(),
@@ -208,6 +213,7 @@ mod tests {
                 "no keep-alive within the 30 s time to live",
                 evidence,
             )],
+            messages: Vec::new(),
         };
         ExamReport {
             gatekeeper: "the embedded default, count mode".into(),

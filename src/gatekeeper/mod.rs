@@ -1313,6 +1313,32 @@ impl Gatekeeper {
         Ok(Some(self.clan_name(clan)))
     }
 
+    /// A drill: the gatekeeper loses its state, as a gatekeeper whose process restarted
+    /// with the configuration in force (C-LANs out of service stay out): registrations,
+    /// reservations, calls and every pending retry are gone, and every connection is closed
+    /// (the commands to close them are taken with [`take_commands`](Gatekeeper::take_commands)).
+    /// Its next connection numbers follow the old ones, so that what the glue still reports
+    /// of an old connection is not taken for a new one; the wall clock and whether events
+    /// are watched carry over. An endpoint's next keep-alive gets RRJ
+    /// `fullRegistrationRequired` (docs/rules.md §5.7).
+    pub fn restart(&mut self) -> Result<(), StartError> {
+        let mut fresh = Gatekeeper::new(self.config.clone())?;
+        let mut open: std::collections::BTreeSet<ConnectionId> =
+            self.signalling.connections.keys().copied().collect();
+        open.extend(self.signalling.abandoned.keys().copied());
+        open.extend(self.relay.connections.keys().copied());
+        fresh.signalling.continue_ids(&self.signalling);
+        fresh.wall = self.wall;
+        fresh.set_events_watched(self.events.watched());
+        fresh.signalling.commands.extend(
+            open.into_iter()
+                .map(|id| Command::Close { id, reset: true }),
+        );
+        tracing::info!("the gatekeeper lost its state (restart drill)");
+        *self = fresh;
+        Ok(())
+    }
+
     /// Changes a C-LAN's cap. A cap below the load stops new work on it until the load falls;
     /// no phone is dropped. A higher cap may make room for rebalancing (checked at the latest
     /// instant the core was given).

@@ -421,6 +421,11 @@ impl Signalling {
         }
     }
 
+    /// Numbers connections on from where `old` stopped.
+    pub fn continue_ids(&mut self, old: &Signalling) {
+        self.next_id = self.next_id.max(old.next_id);
+    }
+
     pub fn new_id(&mut self) -> ConnectionId {
         self.next_id += 1;
         ConnectionId(self.next_id)

@@ -92,6 +92,8 @@ struct Admin {
     events: broadcast::Sender<Arc<Event>>,
     tap: Tap,
     token: Option<Arc<str>>,
+    /// The last status an exam running against this gatekeeper posted (`/api/exam`).
+    exam: Arc<std::sync::Mutex<Option<serde_json::Value>>>,
 }
 
 impl Admin {
@@ -456,6 +458,53 @@ async fn withhold(
     })))
 }
 
+/// `POST /api/restart`: a drill; the gatekeeper loses its state as if its process had
+/// restarted (every registration, reservation and call gone, every connection closed), and
+/// endpoints' next keep-alives get RRJ `fullRegistrationRequired`.
+async fn restart(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, AdminError> {
+    admin.authorize(&headers)?;
+    admin
+        .ask(Query::Restart)
+        .await?
+        .map_err(AdminError::Conflict)?;
+    Ok(Json(serde_json::json!({ "restarted": true })))
+}
+
+/// `GET /api/exam`: the exam running against this gatekeeper (`rasgk exam`), as it last
+/// said: each endpoint's step and its verdicts so far; `{"running": false, "endpoints": []}`
+/// when none ever ran.
+async fn exam(State(admin): State<Admin>) -> impl IntoResponse {
+    let status = admin.exam.lock().map(|s| s.clone()).unwrap_or_default();
+    Json(status.unwrap_or_else(|| serde_json::json!({ "running": false, "endpoints": [] })))
+}
+
+/// `POST /api/exam`: an exam posts its status (a JSON object; at most 1 MiB).
+async fn exam_status(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<impl IntoResponse, AdminError> {
+    admin.authorize(&headers)?;
+    if bytes.len() > 1 << 20 {
+        return Err(AdminError::BadRequest(
+            "an exam status is at most 1 MiB".into(),
+        ));
+    }
+    let status: serde_json::Value = body(&bytes, r#"{"running": true, "endpoints": []}"#)?;
+    if !status.is_object() {
+        return Err(AdminError::BadRequest(
+            "an exam status is a JSON object".into(),
+        ));
+    }
+    if let Ok(mut kept) = admin.exam.lock() {
+        *kept = Some(status);
+    }
+    Ok(Json(serde_json::json!({ "kept": true })))
+}
+
 /// `POST /api/registrations/{endpoint_id}/alternate`: a drill; the endpoint's next full RRQ
 /// is refused with an RRJ naming one alternate C-LAN of its AGL.
 async fn alternate(
@@ -507,6 +556,8 @@ fn router(admin: Admin) -> Router {
         .route("/api/registrations/{endpoint_id}", delete(unregister))
         .route("/api/registrations/{endpoint_id}/irq", post(request_info))
         .route("/api/registrations/{endpoint_id}/withhold", post(withhold))
+        .route("/api/restart", post(restart))
+        .route("/api/exam", get(exam).post(exam_status))
         .route(
             "/api/registrations/{endpoint_id}/alternate",
             post(alternate),
@@ -534,6 +585,7 @@ pub(super) async fn serve(
         events,
         tap,
         token: token.map(Arc::from),
+        exam: Arc::default(),
     };
     if let Err(error) = axum::serve(listener, router(admin)).await {
         tracing::error!(%error, "admin port stopped");

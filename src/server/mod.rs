@@ -116,6 +116,7 @@ pub(crate) enum Query {
         endpoint_id: String,
         reply: oneshot::Sender<Result<Option<String>, UnknownEndpoint>>,
     },
+    Restart(oneshot::Sender<Result<(), String>>),
 }
 
 /// A server with every socket bound, ready to [`run`](Server::run).
@@ -508,6 +509,9 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
         }
         Query::Alternate { endpoint_id, reply } => {
             let _ = reply.send(gatekeeper.refer_to_alternate(&endpoint_id));
+        }
+        Query::Restart(reply) => {
+            let _ = reply.send(gatekeeper.restart().map_err(|e| e.to_string()));
         }
         Query::RequestInfo { endpoint_id, reply } => {
             match gatekeeper.request_info(now, &endpoint_id) {

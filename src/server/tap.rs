@@ -45,6 +45,8 @@ pub struct Seen {
     /// Why it does not decode.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The datagram as it went, in hex (what `rasgk decode` reads).
+    pub octets: String,
 }
 
 /// The sender side of `/api/ras`.
@@ -112,6 +114,7 @@ impl Tap {
             seq,
             message,
             error,
+            octets: datagram.iter().map(|b| format!("{b:02x}")).collect(),
         };
         // No watcher left between the check and the send is not an error.
         let _ = self.tx.send(Arc::new(seen));

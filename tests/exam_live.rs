@@ -1,0 +1,178 @@
+//! `rasgk exam` over real sockets: its own gatekeeper (a child `rasgk serve`), simulated
+//! phones on UDP, the drills posted to the admin port. The reports it writes are read back
+//! by parsers of their own: JSON as plain JSON, JUnit with an XML parser.
+
+use std::path::Path;
+use std::process::Command;
+
+/// The embedded default moved to addresses of this test's own, so that it runs beside
+/// other tests on the default's.
+fn config(dir: &Path, net: u8) -> std::path::PathBuf {
+    let text = rasgk::config::DEFAULT_TOML
+        .replace("127.0.1.", &format!("127.0.{net}."))
+        .replace("\"127.0.0.1:1719\"", &format!("\"127.0.{net}.200:1719\""));
+    let path = dir.join("lab.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A drill like the built-in one, with a time to live of 8 s so that it runs sooner.
+fn drill(dir: &Path) -> std::path::PathBuf {
+    let text = rasgk::exam::drill::BUILT_IN.replace("ttl_s = 20", "ttl_s = 8");
+    let path = dir.join("drill.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rasgk-exam-live-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn three_phones_one_ignoring_irq_are_graded_each_and_the_reports_read_back() {
+    let dir = temp_dir("irq");
+    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args([
+            "exam",
+            "--simulate",
+            "3",
+            "--misbehave",
+            "ignores-irq",
+            "--quiet",
+        ])
+        .arg("--config")
+        .arg(config(&dir, 94))
+        .arg("--drill")
+        .arg(drill(&dir))
+        .args(["--admin", "127.0.94.200:7070"])
+        .arg("--json")
+        .arg(dir.join("exam.json"))
+        .arg("--junit")
+        .arg(dir.join("exam.xml"))
+        .arg("--html")
+        .arg(dir.join("exam.html"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("exam.json")).unwrap()).unwrap();
+    let endpoints = json["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints.len(), 3, "{stdout}");
+    for endpoint in endpoints {
+        let checks = endpoint["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 14);
+        for check in checks {
+            for field in [
+                "id", "verdict", "expected", "observed", "source", "evidence",
+            ] {
+                assert!(!check[field].is_null(), "{field} in {check}");
+            }
+            let (id, verdict) = (
+                check["id"].as_str().unwrap(),
+                check["verdict"].as_str().unwrap(),
+            );
+            let want = match id {
+                "irq" => "fail",
+                "socket" | "call-in" | "call-out" | "password" => "skipped",
+                _ => "pass",
+            };
+            assert_eq!(
+                verdict, want,
+                "{}: {id}: {}\n{stdout}",
+                endpoint["endpoint"], check["observed"]
+            );
+        }
+    }
+
+    let xml = std::fs::read_to_string(dir.join("exam.xml")).unwrap();
+    let document = roxmltree::Document::parse(&xml).unwrap();
+    let suites: Vec<_> = document
+        .descendants()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .collect();
+    assert_eq!(suites.len(), 3);
+    for suite in suites {
+        let cases: Vec<_> = suite
+            .children()
+            .filter(|n| n.has_tag_name("testcase"))
+            .collect();
+        assert_eq!(cases.len(), 14);
+        let failed: Vec<&str> = cases
+            .iter()
+            .filter(|c| c.children().any(|n| n.has_tag_name("failure")))
+            .map(|c| c.attribute("name").unwrap())
+            .collect();
+        assert_eq!(failed, ["irq"], "{xml}");
+    }
+    let html = std::fs::read_to_string(dir.join("exam.html")).unwrap();
+    assert!(html.contains("IRQ seq") && html.contains("4003"), "{html}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_endpoint_that_never_registers_ends_the_exam_with_exit_2() {
+    let dir = temp_dir("never");
+    let start = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args(["exam", "--endpoint", "7777", "--wait-s", "2"])
+        .arg("--config")
+        .arg(config(&dir, 95))
+        .args(["--admin", "127.0.95.200:7070"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no endpoint matching 7777 registered within 2 s"),
+        "{stderr}"
+    );
+    assert!(start.elapsed().as_secs() < 20);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_options_are_refused_before_anything_starts() {
+    let dir = temp_dir("bad");
+    let bad_drill = dir.join("bad.toml");
+    std::fs::write(&bad_drill, "ttl_s = 20\nsteps = [\"urq\", \"nope\"]\n").unwrap();
+    for (args, said) in [
+        (vec!["--endpoint", "127.1.0.0/40"], "not a network"),
+        (vec!["--endpoint", ""], "--endpoint is empty"),
+        (vec![], "name the endpoint"),
+        (
+            vec!["--simulate", "1", "--misbehave", "sulks"],
+            "no such misbehaviour",
+        ),
+        (
+            vec!["--endpoint", "5001", "--only", "nope"],
+            "no check is called",
+        ),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+            .arg("exam")
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(!stderr.contains("gatekeeper up"), "{args:?}: {stderr}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args(["exam", "--endpoint", "5001", "--drill"])
+        .arg(&bad_drill)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("steps[1]") && stderr.contains("line 2"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
