@@ -176,3 +176,63 @@ fn bad_options_are_refused_before_anything_starts() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ctrl_c_ends_the_exam_writes_the_partial_report_and_stops_its_gatekeeper() {
+    let dir = temp_dir("ctrl-c");
+    let admin = "127.0.97.200:7070";
+    let child = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args(["exam", "--simulate", "2", "--quiet"])
+        .arg("--config")
+        .arg(config(&dir, 97))
+        .args(["--admin", admin])
+        .arg("--json")
+        .arg(dir.join("exam.json"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past registration and discovery, inside the keep-alive check.
+    std::thread::sleep(std::time::Duration::from_secs(8));
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("exam.json")).unwrap()).unwrap();
+    let endpoints = json["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints.len(), 2, "{stdout}");
+    for endpoint in endpoints {
+        let verdict = |id: &str| {
+            endpoint["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["id"] == id)
+                .map(|c| {
+                    (
+                        c["verdict"].as_str().unwrap().to_string(),
+                        c["observed"].to_string(),
+                    )
+                })
+                .unwrap()
+        };
+        assert_eq!(verdict("discovery").0, "pass", "{stdout}");
+        let (restart, why) = verdict("restart");
+        assert_eq!(restart, "skipped");
+        assert!(why.contains("interrupted"), "{why}");
+    }
+    // The exam's gatekeeper is gone with it.
+    let address: std::net::SocketAddr = admin.parse().unwrap();
+    assert!(
+        std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_millis(500))
+            .is_err(),
+        "the exam's gatekeeper still answers"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -144,3 +144,30 @@ fn in_socket_mode_a_tts_phone_that_declines_fails_socket_and_one_that_keeps_pass
     let table = show(&declined);
     assert_eq!(with_verdict(&declined, "fail"), ["socket"], "{table}");
 }
+
+#[test]
+fn a_phone_that_vanishes_mid_exam_has_its_remaining_checks_skipped_with_the_reason() {
+    let mut world = ExamWorld::new(Drill::built_in(), false);
+    world.phone(5001, "127.1.0.5:1719", &[], Duration::from_millis(100));
+    world.phone(5002, "127.1.0.6:1719", &[], Duration::from_millis(100));
+    // Gone after its keep-alive check, before the restart.
+    world.vanish(1, Duration::from_secs(60));
+    let reports = world.run(Duration::from_secs(1200));
+    assert_eq!(reports.len(), 2);
+    let stayed = &reports[0];
+    assert!(with_verdict(stayed, "fail").is_empty(), "{}", show(stayed));
+    assert_eq!(
+        with_verdict(stayed, "skipped"),
+        SKIPPED_IN_COUNT_MODE,
+        "{}",
+        show(stayed)
+    );
+    let gone = &reports[1];
+    let table = show(gone);
+    assert!(with_verdict(gone, "fail").is_empty(), "{table}");
+    for id in ["restart", "home-out", "clan-out"] {
+        let check = gone.checks.iter().find(|c| c.id == id).unwrap();
+        assert_eq!(check.verdict.name(), "skipped", "{table}");
+        assert!(check.observed.contains("lapsed"), "{table}");
+    }
+}

@@ -352,6 +352,8 @@ pub struct Engine {
     actions: Vec<Action>,
     /// Events of endpoint identifiers no endpoint examined has (yet).
     unclaimed: HashMap<String, Vec<(Duration, Happening)>>,
+    /// Endpoint identifiers of a new registration whose RCF has not been seen yet.
+    fresh: std::collections::HashSet<String>,
 }
 
 impl Engine {
@@ -372,6 +374,7 @@ impl Engine {
             now: Duration::ZERO,
             actions: Vec::new(),
             unclaimed: HashMap::new(),
+            fresh: std::collections::HashSet::new(),
         }
     }
 
@@ -430,10 +433,29 @@ impl Engine {
     pub fn happened(&mut self, at: Duration, happening: Happening) -> Vec<Action> {
         self.now = self.now.max(at);
         let id = happening.endpoint_id().to_string();
-        let examinee = self
+        // Endpoint identifiers are used again once free (after a registration lapsed, or a
+        // restart): a registration's event belongs to the endpoint whose RCF names it, which
+        // may come before or just after it.
+        let holder = self
             .examinees
             .iter()
             .position(|e| e.endpoint_id.as_deref() == Some(&id));
+        let examinee = match &happening {
+            Happening::Registered { .. } => {
+                let just_now = |i: &usize| {
+                    self.examinees[*i]
+                        .registered_at
+                        .is_some_and(|t| at.saturating_sub(t) <= Duration::from_secs(2))
+                };
+                let holder = holder.filter(just_now);
+                if holder.is_none() {
+                    self.fresh.insert(id.clone());
+                }
+                holder
+            }
+            _ if self.fresh.contains(&id) => None,
+            _ => holder,
+        };
         match examinee {
             Some(index) => self.apply(index, at, happening),
             // The event of a registration may come before its RCF is seen: kept until then.
@@ -747,6 +769,12 @@ impl Engine {
             .endpoint_id
             .clone()
             .unwrap_or_default();
+        self.fresh.remove(&id);
+        for (i, other) in self.examinees.iter_mut().enumerate() {
+            if i != index && other.endpoint_id.as_deref() == Some(id.as_str()) {
+                other.endpoint_id = None;
+            }
+        }
         for (at, happening) in self.unclaimed.remove(&id).unwrap_or_default() {
             self.apply(index, at, happening);
         }
@@ -1875,16 +1903,6 @@ fn registration(examinee: &Examinee, check: &Check) -> Graded {
         if address.ip().is_unspecified() || address.port() == 0 {
             faults.push(format!("{address} cannot be reached"));
         }
-    }
-    if signal
-        .iter()
-        .all(|a| a.ip().to_canonical() != examinee.peer.ip().to_canonical())
-        && !signal.is_empty()
-    {
-        faults.push(format!(
-            "its callSignalAddress {signal:?} is not on its own IP {}",
-            examinee.peer.ip()
-        ));
     }
     if examinee.aliases.is_empty() {
         faults.push("it declared no alias".to_string());

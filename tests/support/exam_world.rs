@@ -38,6 +38,8 @@ pub struct ExamWorld {
     pub actions: Vec<Action>,
     /// Every action the engine asked for, in order.
     pub actions_done: Vec<Action>,
+    /// Phones that vanish (send and answer nothing more) from this instant on.
+    vanish_at: Vec<Option<Instant>>,
 }
 
 impl ExamWorld {
@@ -69,6 +71,7 @@ impl ExamWorld {
             connections: HashMap::new(),
             actions: Vec::new(),
             actions_done: Vec::new(),
+            vanish_at: Vec::new(),
         }
     }
 
@@ -88,6 +91,16 @@ impl ExamWorld {
         self.phones
             .push(SimulatedPhone::new(phone, discovery, misbehaviours));
         self.starts.push(Some(self.start + after));
+        self.vanish_at.push(None);
+    }
+
+    /// Phone `i` vanishes `after` the start: it sends and answers nothing more.
+    pub fn vanish(&mut self, i: usize, after: Duration) {
+        self.vanish_at[i] = Some(self.start + after);
+    }
+
+    fn vanished(&self, i: usize) -> bool {
+        self.vanish_at[i].is_some_and(|at| at <= self.now)
     }
 
     fn at(&self) -> Duration {
@@ -110,6 +123,9 @@ impl ExamWorld {
                     self.starts[i] = None;
                     let out = self.phones[i].start(self.now);
                     flights.extend(self.sent_by(i, out));
+                }
+                if self.vanished(i) {
+                    continue;
                 }
                 if self.phones[i].deadline().is_some_and(|at| at <= self.now) {
                     let out = self.phones[i].tick(self.now);
@@ -146,7 +162,11 @@ impl ExamWorld {
     fn next_deadline(&self) -> Option<Instant> {
         let mut all: Vec<Instant> = Vec::new();
         all.extend(self.starts.iter().flatten().copied());
-        all.extend(self.phones.iter().filter_map(SimulatedPhone::deadline));
+        all.extend(
+            (0..self.phones.len())
+                .filter(|&i| !self.vanished(i))
+                .filter_map(|i| self.phones[i].deadline()),
+        );
         all.extend(self.gatekeeper.poll_timeout());
         all.extend(self.engine.deadline().map(|d| self.start + d));
         // A heartbeat, so that the engine's steps that wait on nothing in particular
@@ -178,6 +198,9 @@ impl ExamWorld {
                 if let Some(sighting) = sighting {
                     let actions = self.engine.observe(sighting);
                     self.pending(actions);
+                }
+                if self.vanished(i) {
+                    continue;
                 }
                 let out = self.phones[i].receive(self.now, from, &datagram);
                 flights.extend(self.sent_by(i, out));
