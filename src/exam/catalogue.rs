@@ -57,9 +57,9 @@ pub const CHECKS: &[Check] = &[
     Check {
         id: "registration",
         title: "what the RRQ declares",
-        expected: "rasAddress and callSignalAddress are the endpoint's own (the address its RAS \
-                   comes from) and reachable from the gatekeeper; the aliases and terminal type \
-                   are those it was examined as",
+        expected: "its rasAddress is the address its RAS comes from; rasAddress and \
+                   callSignalAddress can be reached (an IP address and a port, neither 0); it \
+                   declares an alias (its aliases and terminal type are reported)",
         source: "H.323 clause 7.2.2 (endpoint registration), H.225.0 RegistrationRequest; \
                  docs/rules.md §5.2",
         needs: Needs::Nothing,
@@ -85,27 +85,19 @@ pub const CHECKS: &[Check] = &[
         needs: Needs::Nothing,
     },
     Check {
+        id: "irq",
+        title: "a gatekeeper-sent IRQ",
+        expected: "an IRR answering the gatekeeper's IRQ, with its requestSeqNum",
+        source: "H.323 clause 7.2.4 (status), H.225.0 InfoRequest, InfoRequestResponse",
+        needs: Needs::Nothing,
+    },
+    Check {
         id: "urq",
         title: "a gatekeeper-sent URQ",
         expected: "UCF to the gatekeeper's URQ, then a new registration",
         source: "H.323 clause 7.2.2 (unregistration by the gatekeeper), H.225.0 \
                  UnregistrationRequest; docs/rules.md §5.8",
         needs: Needs::Nothing,
-    },
-    Check {
-        id: "clan-out",
-        title: "its C-LAN out of service",
-        expected: "registered again at an entry of the AGL its RCF gave, in AGL order",
-        source: "H.225.0 AlternateGK (needToRegister, priority); docs/rules.md §6, §9.1",
-        needs: Needs::Alternates,
-    },
-    Check {
-        id: "home-out",
-        title: "its home region out of service",
-        expected: "with every C-LAN of its home region out, registered again at a C-LAN of a \
-                   directly linked region",
-        source: "docs/rules.md §4.1, §6 (AGL groups), §9.1",
-        needs: Needs::Alternates,
     },
     Check {
         id: "alternate",
@@ -124,11 +116,20 @@ pub const CHECKS: &[Check] = &[
         needs: Needs::Nothing,
     },
     Check {
-        id: "irq",
-        title: "a gatekeeper-sent IRQ",
-        expected: "an IRR answering the gatekeeper's IRQ, with its requestSeqNum",
-        source: "H.323 clause 7.2.4 (status), H.225.0 InfoRequest, InfoRequestResponse",
-        needs: Needs::Nothing,
+        id: "home-out",
+        title: "its home region out of service",
+        expected: "with every C-LAN of its home region out, registered again from its AGL (not \
+                   through discovery) at a C-LAN of a directly linked region",
+        source: "docs/rules.md §4.1, §6 (AGL groups), §9.1",
+        needs: Needs::Alternates,
+    },
+    Check {
+        id: "clan-out",
+        title: "its C-LAN out of service",
+        expected: "registered again, not through discovery, at the first entry in service of \
+                   its AGL (the one the URQ carried, or its RCF's): AGL order",
+        source: "H.225.0 AlternateGK (needToRegister, priority); docs/rules.md §6, §9.1",
+        needs: Needs::Alternates,
     },
     Check {
         id: "socket",

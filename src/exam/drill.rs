@@ -222,9 +222,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_built_in_drill_runs_every_check() {
+    fn the_built_in_drill_runs_every_check_in_the_catalogues_order() {
         let drill = Drill::built_in();
-        assert_eq!(drill.steps.len(), catalogue::CHECKS.len());
+        let steps: Vec<&str> = drill.steps.iter().map(|s| s.check.id).collect();
+        let checks: Vec<&str> = catalogue::CHECKS.iter().map(|c| c.id).collect();
+        assert_eq!(steps, checks);
         assert_eq!(drill.origin, "built-in");
     }
 
