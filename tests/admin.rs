@@ -689,3 +689,23 @@ fn drills_withhold_and_alternate_are_armed_on_the_admin_port() {
     let unknown = "/api/registrations/EP0000BEEF/alternate";
     assert_eq!(lab.request("POST", unknown, Some(TOKEN), "").0, 404);
 }
+
+/// `POST /api/restart`: the gatekeeper loses its state — no registration left — and an
+/// endpoint's next keep-alive gets RRJ fullRegistrationRequired; it wants the token.
+#[test]
+fn the_restart_drill_drops_every_registration_and_a_keep_alive_is_refused() {
+    let lab = Lab::start(24, true);
+    let mut phone = lab.register(1, 1, 60_002);
+    assert_eq!(lab.get("/api/registrations").as_array().unwrap().len(), 1);
+    assert_eq!(lab.request("POST", "/api/restart", None, "").0, 401);
+    let (code, body) = lab.request("POST", "/api/restart", Some(TOKEN), "");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["restarted"], true);
+    assert!(lab.get("/api/registrations").as_array().unwrap().is_empty());
+    let clan = phone.transcript.last().unwrap().src;
+    let keep_alive = phone.phone.keep_alive().unwrap();
+    match phone.ask(clan, &keep_alive) {
+        Answer::Rrj { reason, .. } => assert_eq!(reason, "fullRegistrationRequired"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -306,9 +306,8 @@ impl ExamWorld {
                     (Outcome::Done, out)
                 }
                 Action::Restart => {
-                    let mut fresh = Gatekeeper::new(self.config.clone()).unwrap();
-                    fresh.set_events_watched(true);
-                    self.gatekeeper = fresh;
+                    self.gatekeeper.restart().unwrap();
+                    // Its connections are closed (the commands say so); the phones' go with them.
                     self.connections.clear();
                     (Outcome::Done, Vec::new())
                 }
