@@ -709,3 +709,36 @@ fn the_restart_drill_drops_every_registration_and_a_keep_alive_is_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `POST /api/clans/service`: several C-LANs out of service at one instant, and back; an
+/// unknown name changes nothing (404).
+#[test]
+fn several_clans_go_out_of_service_at_one_instant() {
+    let lab = Lab::start(25, true);
+    let body = r#"{"clans": ["a", "b"], "in_service": false}"#;
+    assert_eq!(lab.request("POST", "/api/clans/service", None, body).0, 401);
+    let (code, views) = lab.request("POST", "/api/clans/service", Some(TOKEN), body);
+    assert_eq!(code, 200, "{views}");
+    assert_eq!(views.as_array().unwrap().len(), 2);
+    for name in ["a", "b"] {
+        assert_eq!(
+            lab.get(&format!("/api/clans/{name}"))["in_service"],
+            false,
+            "{name}"
+        );
+    }
+    let unknown = r#"{"clans": ["c", "nope"], "in_service": false}"#;
+    assert_eq!(
+        lab.request("POST", "/api/clans/service", Some(TOKEN), unknown)
+            .0,
+        404
+    );
+    assert_eq!(lab.get("/api/clans/c")["in_service"], true);
+    let back = r#"{"clans": ["a", "b"], "in_service": true}"#;
+    assert_eq!(
+        lab.request("POST", "/api/clans/service", Some(TOKEN), back)
+            .0,
+        200
+    );
+    assert_eq!(lab.get("/api/clans/a")["in_service"], true);
+}

@@ -50,10 +50,10 @@ pub enum Action {
         /// Its `endpointIdentifier`.
         endpoint_id: String,
     },
-    /// A C-LAN out of service, or back.
+    /// C-LANs out of service, or back, at one instant.
     ClanService {
-        /// Its name.
-        clan: String,
+        /// Their names.
+        clans: Vec<String>,
         /// Back in service?
         in_service: bool,
     },
@@ -271,6 +271,13 @@ struct Examinee {
     /// Its history after the RCF of its last registration.
     registered_mark: usize,
     tts: bool,
+    /// The gatekeeper holds its registration now (its last RCF came after its last URQ or
+    /// RRJ, and no lapse or restart since).
+    registered_now: bool,
+    /// When its registration last ended.
+    unregistered_at: Option<Duration>,
+    /// Since when its next step waits for it to be registered.
+    waiting_since: Option<Duration>,
     /// Its home region, as the gatekeeper's event said.
     home: Option<RegionId>,
     history: Vec<Sighting>,
@@ -425,7 +432,18 @@ impl Engine {
             return Vec::new();
         };
         self.learn(index, &sighting);
-        self.examinees[index].history.push(sighting);
+        let examinee = &mut self.examinees[index];
+        if sighting.direction == Direction::Out {
+            match sighting.kind() {
+                MessageKind::Rcf => examinee.registered_now = true,
+                MessageKind::Urq | MessageKind::Rrj => {
+                    examinee.registered_now = false;
+                    examinee.unregistered_at = Some(sighting.at);
+                }
+                _ => {}
+            }
+        }
+        examinee.history.push(sighting);
         self.advance()
     }
 
@@ -494,6 +512,8 @@ impl Engine {
                 }
             }
             Happening::Lapsed { .. } if examinee.gone.is_none() => {
+                examinee.registered_now = false;
+                examinee.unregistered_at = Some(at);
                 examinee.gone = Some(format!(
                     "its registration lapsed at {:.1} s: no keep-alive within its time to live",
                     at.as_secs_f64()
@@ -513,6 +533,12 @@ impl Engine {
     /// How an action went.
     pub fn acted(&mut self, at: Duration, action: &Action, outcome: Outcome) -> Vec<Action> {
         self.now = self.now.max(at);
+        if *action == Action::Restart && outcome == Outcome::Done {
+            for examinee in &mut self.examinees {
+                examinee.registered_now = false;
+                examinee.unregistered_at = Some(at);
+            }
+        }
         let id = match action {
             Action::Withhold { endpoint_id, .. }
             | Action::Irq { endpoint_id }
@@ -710,6 +736,9 @@ impl Engine {
             registered_at: None,
             registered_mark: 0,
             tts: false,
+            registered_now: false,
+            unregistered_at: None,
+            waiting_since: None,
             home: None,
             history,
             happenings: Vec::new(),
@@ -858,6 +887,21 @@ impl Engine {
                 self.examinees[index].at_barrier = true;
                 return;
             }
+            // A step acts on its registration: it waits, bounded, for the endpoint to hold
+            // one (it may be registering again after the last step).
+            let examinee = &mut self.examinees[index];
+            if !examinee.registered_now && id != "keep-alive" {
+                let since = *examinee.waiting_since.get_or_insert(now);
+                if now.saturating_sub(since) < step.wait {
+                    return;
+                }
+                examinee.waiting_since = None;
+                let why = not_registered(examinee);
+                examinee.graded.push(Graded::skipped(step.check, why));
+                examinee.step += 1;
+                continue;
+            }
+            examinee.waiting_since = None;
             self.start(index, step);
         }
     }
@@ -981,20 +1025,34 @@ impl Engine {
     }
 
     fn back_in_service(&mut self, out: &[usize]) -> Vec<Action> {
-        out.iter()
-            .map(|&c| {
-                self.topology.clans[c].in_service = true;
-                Action::ClanService {
-                    clan: self.topology.clans[c].name.clone(),
-                    in_service: true,
-                }
-            })
-            .collect()
+        if out.is_empty() {
+            return Vec::new();
+        }
+        for &c in out {
+            self.topology.clans[c].in_service = true;
+        }
+        vec![Action::ClanService {
+            clans: out
+                .iter()
+                .map(|&c| self.topology.clans[c].name.clone())
+                .collect(),
+            in_service: true,
+        }]
     }
 
     /// Plans and starts the next round of a shared step; false when none is left.
     fn next_round(&mut self, shared: &mut Shared) -> bool {
         let now = self.now;
+        // Members not registered now cannot be examined by this step: the gatekeeper has
+        // nothing of theirs to restart or to move.
+        let check = catalogue::check(shared.id).expect("a shared check");
+        for &i in &shared.members {
+            let e = &mut self.examinees[i];
+            if !e.graded(shared.id) && e.gone.is_none() && !e.registered_now {
+                let why = not_registered(e);
+                e.graded.push(Graded::skipped(check, why));
+            }
+        }
         let pending: Vec<usize> = shared
             .members
             .iter()
@@ -1116,17 +1174,17 @@ impl Engine {
                 for &i in &members {
                     start(&mut self.examinees[i], targets.clone(), region);
                 }
-                // The C-LANs holding the round's endpoints go out last, so that the URQs
-                // they send carry AGLs without the others.
-                let mut clans = clans;
-                clans.sort_by_key(|c| members.iter().any(|&i| self.examinees[i].clan == Some(*c)));
+                // All at one instant, so that the URQs carry AGLs without any of them.
                 for &c in &clans {
                     self.topology.clans[c].in_service = false;
-                    self.actions.push(Action::ClanService {
-                        clan: self.topology.clans[c].name.clone(),
-                        in_service: false,
-                    });
                 }
+                self.actions.push(Action::ClanService {
+                    clans: clans
+                        .iter()
+                        .map(|&c| self.topology.clans[c].name.clone())
+                        .collect(),
+                    in_service: false,
+                });
                 shared.out = clans;
                 shared.round = members;
                 true
@@ -1143,7 +1201,14 @@ impl Engine {
             graded.push(self.discovery(examinee, step.check));
         }
         if let Some(step) = self.drill.step("registration") {
-            graded.push(registration(examinee, step.check));
+            let ips: Vec<std::net::IpAddr> = self
+                .topology
+                .discovery
+                .iter()
+                .chain(self.topology.clans.iter().flat_map(|c| c.addresses.iter()))
+                .map(|a| a.ip())
+                .collect();
+            graded.push(registration(examinee, step.check, &ips));
         }
         self.examinees[index].graded.extend(graded);
     }
@@ -1257,7 +1322,30 @@ impl Engine {
                 matches!(h, Happening::SocketClosed { reason, .. } if reason == "fin" || reason == "reset")
             })
             .count();
-        let evidence = Vec::new();
+        // The gatekeeper's events about its socket, as evidence.
+        let evidence: Vec<Evidence> = examinee
+            .happenings
+            .iter()
+            .filter_map(|(at, h)| {
+                let message = match h {
+                    Happening::SocketEstablished { clan, .. } => format!(
+                        "socket established (C-LAN {})",
+                        clan.as_deref().unwrap_or("?")
+                    ),
+                    Happening::SocketClosed { reason, .. } => {
+                        format!("socket closed ({reason})")
+                    }
+                    _ => return None,
+                };
+                Some(Evidence {
+                    at_s: (at.as_secs_f64() * 1000.0).round() / 1000.0,
+                    from: "gatekeeper event".to_string(),
+                    to: examinee.peer.to_string(),
+                    message,
+                })
+            })
+            .take(EVIDENCE)
+            .collect();
         if examinee.tts {
             if declined > 0 {
                 return Graded::of(
@@ -1561,40 +1649,47 @@ impl Engine {
                 }
             }
             "restart" => {
-                let refused = seen.iter().find(|s| {
+                let refused = seen.iter().position(|s| {
                     s.direction == Direction::Out
                         && matches!(&s.message, RasMessage::registrationReject(r)
                             if ras::choice_name(&r.reject_reason) == "fullRegistrationRequired")
                 });
-                match registered_again(&seen, running.started) {
-                    Some((rrq, _)) => Some((
+                let again = registered_again(&seen, running.started);
+                match (refused, again) {
+                    (Some(rrj), Some((rrq, _))) if rrq.at >= seen[rrj].at => Some((
                         Verdict::Pass,
-                        match refused {
-                            Some(rrj) => format!(
-                                "its keep-alive {:.1} s after the restart was refused \
-                                 fullRegistrationRequired; its full RRQ followed {:.0} ms later",
-                                from_start(rrj),
-                                (rrq.at.saturating_sub(rrj.at)).as_secs_f64() * 1000.0
-                            ),
-                            None => format!(
-                                "registered again with a full RRQ {:.1} s after the restart",
-                                from_start(rrq)
-                            ),
-                        },
+                        format!(
+                            "its keep-alive {:.1} s after the restart was refused \
+                             fullRegistrationRequired; its full RRQ followed {:.0} ms later",
+                            from_start(seen[rrj]),
+                            (rrq.at.saturating_sub(seen[rrj].at)).as_secs_f64() * 1000.0
+                        ),
                     )),
-                    None => deadline.then(|| {
+                    (None, Some((rrq, _))) => Some((
+                        Verdict::Skipped,
+                        format!(
+                            "it registered again with a full RRQ {:.1} s after the restart \
+                             without a keep-alive first, so no keep-alive of it met the \
+                             restarted gatekeeper",
+                            from_start(rrq)
+                        ),
+                    )),
+                    (Some(_), _) => deadline.then(|| {
                         (
                             Verdict::Fail,
-                            match refused {
-                                Some(_) => "its keep-alive was refused fullRegistrationRequired, \
-                                            and no full RRQ followed"
-                                    .to_string(),
-                                None => format!(
-                                    "it sent no keep-alive (nor a full RRQ) in the {:.0} s after \
-                                     the restart",
-                                    running.step.wait.as_secs_f64()
-                                ),
-                            },
+                            "its keep-alive was refused fullRegistrationRequired, and no full \
+                             RRQ followed"
+                                .to_string(),
+                        )
+                    }),
+                    (None, None) => deadline.then(|| {
+                        (
+                            Verdict::Fail,
+                            format!(
+                                "it sent no keep-alive (nor a full RRQ) in the {:.0} s after the \
+                                 restart",
+                                running.step.wait.as_secs_f64()
+                            ),
                         )
                     }),
                 }
@@ -1785,12 +1880,12 @@ impl Engine {
             });
         }
         let after = first.at.saturating_sub(running.started).as_secs_f64();
-        if first.kind() == MessageKind::Grq {
+        if first.kind() == MessageKind::Grq && self.topology.discovery.contains(&first.local) {
             return Some((
                 Verdict::Fail,
                 format!(
-                    "{after:.1} s after, it went back to discovery (GRQ to {}) instead of \
-                     registering at an entry of its AGL",
+                    "{after:.1} s after, it went back to the discovery address (GRQ to {}) \
+                     instead of registering at an entry of its AGL",
                     first.local
                 ),
             ));
@@ -1804,7 +1899,8 @@ impl Engine {
             return Some((
                 Verdict::Fail,
                 format!(
-                    "{after:.1} s after, it sent its RRQ to {}, which is not in its AGL",
+                    "{after:.1} s after, it sent its {} to {}, which is not in its AGL",
+                    first.kind().short_name(),
                     first.local
                 ),
             ));
@@ -1870,8 +1966,20 @@ impl Engine {
     }
 }
 
+/// Why a step could not act on an endpoint the gatekeeper does not hold registered.
+fn not_registered(examinee: &Examinee) -> String {
+    match examinee.unregistered_at {
+        Some(at) => format!(
+            "it was not registered when the step was due (its registration ended at {:.1} s and \
+             it had not registered again)",
+            at.as_secs_f64()
+        ),
+        None => "it was not registered when the step was due".to_string(),
+    }
+}
+
 /// `registration`: what its first full RRQ declares.
-fn registration(examinee: &Examinee, check: &Check) -> Graded {
+fn registration(examinee: &Examinee, check: &Check, gatekeeper_ips: &[std::net::IpAddr]) -> Graded {
     let rrq = examinee
         .history
         .iter()
@@ -1913,12 +2021,18 @@ fn registration(examinee: &Examinee, check: &Check) -> Graded {
         t if t.mcu.is_some() => "MCU",
         _ => "other",
     };
+    let own = if gatekeeper_ips.contains(&examinee.peer.ip()) {
+        " (its RAS comes from an address of the gatekeeper's own: on loopback the kernel \
+         picks the destination's address as the source)"
+    } else {
+        ""
+    };
     if faults.is_empty() {
         Graded::of(
             check,
             Verdict::Pass,
             format!(
-                "rasAddress {}, callSignalAddress {}, aliases {}, terminalType {kind}",
+                "rasAddress {}{own}, callSignalAddress {}, aliases {}, terminalType {kind}",
                 ras.first().map_or_else(String::new, ToString::to_string),
                 signal.first().map_or_else(String::new, ToString::to_string),
                 examinee.aliases.join(",")

@@ -308,9 +308,9 @@ impl Gatekeeper {
             Action::Alternate { endpoint_id } => {
                 post(&format!("/api/registrations/{endpoint_id}/alternate"), "{}")
             }
-            Action::ClanService { clan, in_service } => post(
-                &format!("/api/clans/{clan}/service"),
-                &format!("{{\"in_service\": {in_service}}}"),
+            Action::ClanService { clans, in_service } => post(
+                "/api/clans/service",
+                &serde_json::json!({ "clans": clans, "in_service": in_service }).to_string(),
             ),
             Action::Restart => post("/api/restart", "{}"),
         };

@@ -1123,22 +1123,40 @@ impl Gatekeeper {
         clan: ClanIdx,
         in_service: bool,
     ) -> Vec<Transmit> {
-        if self.loads.get(clan).in_service == in_service {
-            return Vec::new();
+        self.set_many_in_service(now, &[clan], in_service)
+    }
+
+    /// Takes several C-LANs out of service, or back, at one instant (a region's outage, a
+    /// site's): every one is marked first, then each is drained as
+    /// [`set_in_service`](Gatekeeper::set_in_service) drains one, so that the URQs carry AGLs
+    /// without any of them.
+    pub fn set_many_in_service(
+        &mut self,
+        now: Instant,
+        clans: &[ClanIdx],
+        in_service: bool,
+    ) -> Vec<Transmit> {
+        let changed: Vec<ClanIdx> = clans
+            .iter()
+            .copied()
+            .filter(|&clan| self.loads.get(clan).in_service != in_service)
+            .collect();
+        for &clan in &changed {
+            self.loads.set_in_service(clan, in_service);
+            self.config.clans[clan].in_service = in_service;
+            self.events.push(Event::ClanState {
+                clan: self.clan_name(clan),
+                in_service,
+            });
+            tracing::info!(clan = %self.config.clans[clan].name, in_service, "C-LAN state changed");
         }
-        self.loads.set_in_service(clan, in_service);
-        self.config.clans[clan].in_service = in_service;
-        self.events.push(Event::ClanState {
-            clan: self.clan_name(clan),
-            in_service,
-        });
-        tracing::info!(clan = %self.config.clans[clan].name, in_service, "C-LAN state changed");
-        let out = if in_service {
-            Vec::new()
-        } else {
-            self.clan_calls_end(now, clan);
-            self.drain_clan(now, clan)
-        };
+        let mut out = Vec::new();
+        if !in_service {
+            for &clan in &changed {
+                self.clan_calls_end(now, clan);
+                out.extend(self.drain_clan(now, clan));
+            }
+        }
         self.notice_loads(now);
         out
     }
@@ -1318,8 +1336,8 @@ impl Gatekeeper {
     /// reservations, calls and every pending retry are gone, and every connection is closed
     /// (the commands to close them are taken with [`take_commands`](Gatekeeper::take_commands)).
     /// Its next connection numbers follow the old ones, so that what the glue still reports
-    /// of an old connection is not taken for a new one; the wall clock and whether events
-    /// are watched carry over. An endpoint's next keep-alive gets RRJ
+    /// of an old connection is not taken for a new one, and so do its `requestSeqNum`s; the
+    /// wall clock and whether events are watched carry over. An endpoint's next keep-alive gets RRJ
     /// `fullRegistrationRequired` (docs/rules.md §5.7).
     pub fn restart(&mut self) -> Result<(), StartError> {
         let mut fresh = Gatekeeper::new(self.config.clone())?;
@@ -1328,6 +1346,10 @@ impl Gatekeeper {
         open.extend(self.signalling.abandoned.keys().copied());
         open.extend(self.relay.connections.keys().copied());
         fresh.signalling.continue_ids(&self.signalling);
+        // Its requestSeqNums go on too: endpoints keep the answers they sent for a while
+        // (H323Plus 30 s, keyed by the gatekeeper's address and the number), and a URQ that
+        // reused a number just answered would get that answer again.
+        fresh.next_seq = self.next_seq;
         fresh.wall = self.wall;
         fresh.set_events_watched(self.events.watched());
         fresh.signalling.commands.extend(

@@ -344,6 +344,35 @@ struct ServiceChange {
     in_service: bool,
 }
 
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManyServiceChange {
+    clans: Vec<String>,
+    in_service: bool,
+}
+
+/// `POST /api/clans/service` `{"clans": ["clan-1a", "clan-1b"], "in_service": false}`: several
+/// C-LANs out of service (or back) at one instant, as a region's outage takes them: the URQs
+/// their phones get carry AGLs without any of them. Nothing changes when one name is
+/// unknown (404).
+async fn set_many_service(
+    State(admin): State<Admin>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<impl IntoResponse, AdminError> {
+    admin.authorize(&headers)?;
+    let change: ManyServiceChange = body(
+        &bytes,
+        r#"{"clans": ["clan-1a", "clan-1b"], "in_service": false}"#,
+    )?;
+    if change.clans.is_empty() {
+        return Err(AdminError::BadRequest("clans is empty".into()));
+    }
+    Ok(Json(
+        set_in_service(&admin, change.clans, change.in_service).await?,
+    ))
+}
+
 async fn set_service(
     State(admin): State<Admin>,
     Path(clan): Path<String>,
@@ -352,16 +381,24 @@ async fn set_service(
 ) -> Result<impl IntoResponse, AdminError> {
     admin.authorize(&headers)?;
     let change: ServiceChange = body(&bytes, r#"{"in_service": false}"#)?;
+    let views = set_in_service(&admin, vec![clan], change.in_service).await?;
+    Ok(Json(views.into_iter().next()))
+}
+
+/// C-LANs into or out of service at one instant: their views after.
+async fn set_in_service(
+    admin: &Admin,
+    clans: Vec<String>,
+    in_service: bool,
+) -> Result<Vec<crate::gatekeeper::ClanView>, AdminError> {
     let result = admin
-        .ask(|reply| Query::SetInService {
-            clan,
-            in_service: change.in_service,
+        .ask(|reply| Query::SetManyInService {
+            clans,
+            in_service,
             reply,
         })
         .await?;
-    result
-        .map(Json)
-        .map_err(|e| AdminError::NotFound(e.to_string()))
+    result.map_err(|e| AdminError::NotFound(e.to_string()))
 }
 
 #[derive(serde::Deserialize)]
@@ -550,6 +587,7 @@ fn router(admin: Admin) -> Router {
         .route("/api/clans", get(clans))
         .route("/api/clans/{name}", get(clan))
         .route("/api/clans/{name}/service", post(set_service))
+        .route("/api/clans/service", post(set_many_service))
         .route("/api/clans/{name}/cap", post(set_cap))
         .route("/api/regions", get(regions))
         .route("/api/registrations", get(registrations))

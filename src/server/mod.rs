@@ -89,10 +89,10 @@ pub(crate) enum Query {
     },
     Metrics(oneshot::Sender<metrics::Figures>),
     Rebalance(oneshot::Sender<RebalanceView>),
-    SetInService {
-        clan: String,
+    SetManyInService {
+        clans: Vec<String>,
         in_service: bool,
-        reply: oneshot::Sender<Result<ClanView, UnknownClan>>,
+        reply: oneshot::Sender<Result<Vec<ClanView>, UnknownClan>>,
     },
     SetCap {
         clan: String,
@@ -464,20 +464,27 @@ fn answer(gatekeeper: &mut Gatekeeper, query: Query) -> Vec<Transmit> {
         Query::Rebalance(reply) => {
             let _ = reply.send(gatekeeper.rebalance());
         }
-        Query::SetInService {
-            clan,
+        Query::SetManyInService {
+            clans,
             in_service,
             reply,
-        } => match gatekeeper.clan_by_name(&clan) {
-            Ok(idx) => {
-                let out = gatekeeper.set_in_service(now, idx, in_service);
-                let _ = reply.send(Ok(view(gatekeeper, idx)));
-                return out;
+        } => {
+            let found: Result<Vec<usize>, UnknownClan> = clans
+                .iter()
+                .map(|name| gatekeeper.clan_by_name(name))
+                .collect();
+            match found {
+                Ok(idxs) => {
+                    let out = gatekeeper.set_many_in_service(now, &idxs, in_service);
+                    let views = gatekeeper.clans();
+                    let _ = reply.send(Ok(idxs.iter().map(|&i| views[i].clone()).collect()));
+                    return out;
+                }
+                Err(error) => {
+                    let _ = reply.send(Err(error));
+                }
             }
-            Err(error) => {
-                let _ = reply.send(Err(error));
-            }
-        },
+        }
         Query::SetCap {
             clan,
             max_sockets,

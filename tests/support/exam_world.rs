@@ -300,9 +300,12 @@ impl ExamWorld {
                         Err(_) => (Outcome::UnknownEndpoint, Vec::new()),
                     }
                 }
-                Action::ClanService { clan, in_service } => {
-                    let idx = self.gatekeeper.clan_by_name(clan).unwrap();
-                    let out = self.gatekeeper.set_in_service(now, idx, *in_service);
+                Action::ClanService { clans, in_service } => {
+                    let idxs: Vec<usize> = clans
+                        .iter()
+                        .map(|clan| self.gatekeeper.clan_by_name(clan).unwrap())
+                        .collect();
+                    let out = self.gatekeeper.set_many_in_service(now, &idxs, *in_service);
                     (Outcome::Done, out)
                 }
                 Action::Restart => {
