@@ -331,6 +331,9 @@ struct Shared {
     /// The next round starts no earlier than this: what the last one caused (the events
     /// of its registrations, which come apart from its RAS) has settled.
     next_at: Duration,
+    /// When every member had reached it, or its last round ended: it waits for members to
+    /// be registered from here.
+    since: Duration,
 }
 
 /// How long a shared step waits between rounds, and before its first.
@@ -982,6 +985,7 @@ impl Engine {
                 round: Vec::new(),
                 restarted: false,
                 next_at: self.now + SETTLE,
+                since: self.now,
             });
         }
         let Some(mut shared) = self.shared.take() else {
@@ -1002,6 +1006,7 @@ impl Engine {
             shared.out.clear();
             shared.round.clear();
             shared.next_at = self.now + SETTLE;
+            shared.since = self.now;
         }
         if self.now < shared.next_at {
             self.shared = Some(shared);
@@ -1044,8 +1049,21 @@ impl Engine {
     fn next_round(&mut self, shared: &mut Shared) -> bool {
         let now = self.now;
         // Members not registered now cannot be examined by this step: the gatekeeper has
-        // nothing of theirs to restart or to move.
+        // nothing of theirs to restart or to move. The step waits for them, bounded by its
+        // wait (an endpoint may be registering again after its last step).
         let check = catalogue::check(shared.id).expect("a shared check");
+        let wait = self
+            .drill
+            .step(shared.id)
+            .map_or(Duration::ZERO, |s| s.wait);
+        let unregistered = shared.members.iter().any(|&i| {
+            let e = &self.examinees[i];
+            !e.graded(shared.id) && e.gone.is_none() && !e.registered_now
+        });
+        if unregistered && self.now < shared.since + wait {
+            shared.next_at = self.now + Duration::from_millis(250);
+            return true;
+        }
         for &i in &shared.members {
             let e = &mut self.examinees[i];
             if !e.graded(shared.id) && e.gone.is_none() && !e.registered_now {
