@@ -1855,10 +1855,23 @@ impl Engine {
         let Some(first) = first else {
             return deadline.then(|| {
                 if urq_sent {
+                    // Say where it did go: C-LANs taken out, answering it still.
+                    let mut asked: Vec<String> = seen
+                        .iter()
+                        .filter(|s| s.direction == Direction::In && out.contains(&s.local))
+                        .filter(|s| s.kind() == MessageKind::Grq || s.is_full_rrq())
+                        .map(|s| self.topology.name_at(s.local))
+                        .collect();
+                    asked.dedup();
+                    let went = if asked.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (it asked only C-LANs taken out: {})", asked.join(", "))
+                    };
                     (
                         Verdict::Fail,
                         format!(
-                            "it asked no other C-LAN in {:.0} s",
+                            "it asked no C-LAN in service in {:.0} s{went}",
                             running.step.wait.as_secs_f64()
                         ),
                     )
