@@ -36,6 +36,7 @@ pub mod config;
 pub mod exam;
 pub mod gatekeeper;
 pub mod inspect;
+pub mod markup;
 pub mod pcap;
 pub mod phone;
 pub mod phone_timing;

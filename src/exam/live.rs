@@ -339,35 +339,27 @@ enum Input {
     Lost(String),
 }
 
-/// Reads `/api/ras` into `tx`, stamping each message with the exam's clock.
-fn read_ras(admin: SocketAddr, start: Instant, tx: mpsc::Sender<Input>) -> std::io::Result<()> {
-    let mut stream = EventStream::open(admin, "/api/ras")?;
+/// Reads the admin port's event stream at `path` on a thread of its own, handing each
+/// event's data that `read` makes something of to `tx`; a lost stream is said once.
+fn read_stream(
+    admin: SocketAddr,
+    path: &'static str,
+    tx: mpsc::Sender<Input>,
+    read: impl Fn(&str) -> Option<Input> + Send + 'static,
+) -> std::io::Result<()> {
+    let mut stream = EventStream::open(admin, path)?;
     std::thread::Builder::new()
-        .name("exam-ras".into())
+        .name(format!("exam{}", path.replace('/', "-")))
         .spawn(move || loop {
             let data = match stream.next_data() {
                 Ok(data) => data,
                 Err(e) => {
-                    let _ = tx.send(Input::Lost(format!("/api/ras: {e}")));
+                    let _ = tx.send(Input::Lost(format!("{path}: {e}")));
                     return;
                 }
             };
-            let Ok(seen) = serde_json::from_str::<serde_json::Value>(&data) else {
-                continue;
-            };
-            let field = |key: &str| seen.get(key).and_then(|v| v.as_str()).unwrap_or("");
-            let direction = match field("direction") {
-                "in" => Direction::In,
-                _ => Direction::Out,
-            };
-            let (Ok(local), Ok(peer)) = (field("local").parse(), field("peer").parse()) else {
-                continue;
-            };
-            let Some(octets) = hex(field("octets")) else {
-                continue;
-            };
-            if let Some(sighting) = Sighting::of(start.elapsed(), direction, local, peer, &octets) {
-                if tx.send(Input::Ras(Box::new(sighting))).is_err() {
+            if let Some(input) = read(&data) {
+                if tx.send(input).is_err() {
                     return;
                 }
             }
@@ -375,29 +367,25 @@ fn read_ras(admin: SocketAddr, start: Instant, tx: mpsc::Sender<Input>) -> std::
     Ok(())
 }
 
-/// Reads `/api/events` into `tx`.
-fn read_events(admin: SocketAddr, tx: mpsc::Sender<Input>) -> std::io::Result<()> {
-    let mut stream = EventStream::open(admin, "/api/events")?;
-    std::thread::Builder::new()
-        .name("exam-events".into())
-        .spawn(move || loop {
-            let data = match stream.next_data() {
-                Ok(data) => data,
-                Err(e) => {
-                    let _ = tx.send(Input::Lost(format!("/api/events: {e}")));
-                    return;
-                }
-            };
-            let Ok(event) = serde_json::from_str::<serde_json::Value>(&data) else {
-                continue;
-            };
-            if let Some(happening) = Happening::from_json(&event) {
-                if tx.send(Input::Event(happening)).is_err() {
-                    return;
-                }
-            }
-        })?;
-    Ok(())
+/// A message of `/api/ras`, stamped with the exam's clock.
+fn ras_input(data: &str, start: Instant) -> Option<Input> {
+    let seen = serde_json::from_str::<serde_json::Value>(data).ok()?;
+    let field = |key: &str| seen.get(key).and_then(|v| v.as_str()).unwrap_or("");
+    let direction = match field("direction") {
+        "in" => Direction::In,
+        _ => Direction::Out,
+    };
+    let local = field("local").parse().ok()?;
+    let peer = field("peer").parse().ok()?;
+    let octets = hex(field("octets"))?;
+    let sighting = Sighting::of(start.elapsed(), direction, local, peer, &octets)?;
+    Some(Input::Ras(Box::new(sighting)))
+}
+
+/// An event of `/api/events` the exam reads.
+fn event_input(data: &str) -> Option<Input> {
+    let event = serde_json::from_str::<serde_json::Value>(data).ok()?;
+    Happening::from_json(&event).map(Input::Event)
 }
 
 fn hex(text: &str) -> Option<Vec<u8>> {
@@ -424,9 +412,12 @@ fn examine(
     gatekeeper.token = config.admin.token.clone();
     let start = Instant::now();
     let (tx, rx) = mpsc::channel();
-    read_ras(gatekeeper.admin, start, tx.clone())
-        .map_err(|e| ExamError::Admin(format!("/api/ras: {e}")))?;
-    read_events(gatekeeper.admin, tx).map_err(|e| ExamError::Admin(format!("/api/events: {e}")))?;
+    read_stream(gatekeeper.admin, "/api/ras", tx.clone(), move |data| {
+        ras_input(data, start)
+    })
+    .map_err(|e| ExamError::Admin(format!("/api/ras: {e}")))?;
+    read_stream(gatekeeper.admin, "/api/events", tx, event_input)
+        .map_err(|e| ExamError::Admin(format!("/api/events: {e}")))?;
     let mut engine = Engine::new(
         options.drill.clone(),
         Topology::of(config),
@@ -500,7 +491,7 @@ fn examine(
                 );
             }
         }
-        status.post(&ExamStatus::of(&engine, start.elapsed(), true), false);
+        status.post(|| ExamStatus::of(&engine, start.elapsed(), true), false);
         if waiting && start.elapsed() >= options.wait {
             waiting = false;
             engine.stop_joining();
@@ -540,7 +531,7 @@ fn examine(
     for action in engine.end(why) {
         let _ = gatekeeper.act(&action);
     }
-    status.post(&ExamStatus::of(&engine, start.elapsed(), false), true);
+    status.post(|| ExamStatus::of(&engine, start.elapsed(), false), true);
     if let Some(simulation) = simulation {
         simulation.stop();
     }

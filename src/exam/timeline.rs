@@ -6,6 +6,8 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
+use crate::markup::escape;
+
 use super::report::ExamReport;
 
 /// The page.
@@ -83,11 +85,4 @@ pub fn html(report: &ExamReport) -> String {
     }
     out.push_str("</body></html>\n");
     out
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

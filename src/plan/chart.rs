@@ -140,24 +140,7 @@ pub fn svg_element(chart: &Chart) -> String {
     out
 }
 
-/// `text` made safe inside XML or HTML text and attribute values: `& < > " '` as
-/// references, and characters XML 1.0 does not allow (control characters) as U+FFFD.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::markup::escape;
 
 /// A file name for the chart titled `title`, without extension: lower-case ASCII letters
 /// and digits, other runs as one `-` (`"Sockets per C-LAN (A)"` → `sockets-per-c-lan-a`).
