@@ -453,10 +453,12 @@ impl Phone {
         encode(&urq)
     }
 
-    /// An ARQ for an outbound call to `dialled` (digits), or `None` before the phone has an
-    /// endpoint id or when `dialled` is not dialledDigits.
+    /// An ARQ for an outbound call to `dialled` (digits, else a name: an h323-ID), or `None`
+    /// before the phone has an endpoint id or when `dialled` is neither.
     pub fn arq(&mut self, dialled: &str, call_id: [u8; 16]) -> Option<Vec<u8>> {
-        let destination = [Alias::dialled_digits(dialled).ok()?];
+        let destination = [Alias::dialled_digits(dialled)
+            .or_else(|_| Alias::h323_id(dialled))
+            .ok()?];
         self.admission(&destination, call_id, false)
     }
 

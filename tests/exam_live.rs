@@ -78,7 +78,7 @@ fn three_phones_one_ignoring_irq_are_graded_each_and_the_reports_read_back() {
             );
             let want = match id {
                 "irq" => "fail",
-                "socket" | "call-in" | "call-out" | "password" => "skipped",
+                "socket" | "password" => "skipped",
                 _ => "pass",
             };
             assert_eq!(
@@ -111,6 +111,72 @@ fn three_phones_one_ignoring_irq_are_graded_each_and_the_reports_read_back() {
     }
     let html = std::fs::read_to_string(dir.join("exam.html")).unwrap();
     assert!(html.contains("IRQ seq") && html.contains("4003"), "{html}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `rasgk exam` of one simulated phone in socket mode with routed calls, the call checks
+/// only; (exit status, JSON report, what it said).
+fn routed_calls(dir: &Path, net: u8, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let json = dir.join(format!("calls-{net}.json"));
+    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args(["exam", "--simulate", "1", "--quiet"])
+        .args(["--sockets", "tcp", "--call-signalling", "routed"])
+        .args(["--only", "discovery,socket,call-in,call-out"])
+        .args(extra)
+        .arg("--config")
+        .arg(config(dir, net))
+        .args(["--admin", &format!("127.0.{net}.200:7070")])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| panic!("no JSON report: {said}"));
+    (out.status.code(), report, said)
+}
+
+fn check<'a>(report: &'a serde_json::Value, id: &str) -> (&'a str, &'a str) {
+    let check = report["endpoints"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap();
+    (
+        check["verdict"].as_str().unwrap(),
+        check["observed"].as_str().unwrap(),
+    )
+}
+
+#[test]
+fn routed_calls_through_the_clans_pass_and_a_phone_that_sends_no_drq_fails_both() {
+    let dir = temp_dir("calls");
+    // A TTS phone: the exam's call reaches it over the socket the gatekeeper opened.
+    let (status, report, said) = routed_calls(&dir, 92, &["--tts"]);
+    assert_eq!(status, Some(0), "{said}");
+    for id in ["socket", "call-in", "call-out"] {
+        assert_eq!(check(&report, id).0, "pass", "{id}: {said}");
+    }
+    let (_, observed) = check(&report, "call-out");
+    assert!(observed.contains("gatekeeperRouted"), "{said}");
+    // Its Setup arrived at a C-LAN of the embedded default moved to 127.0.92.x.
+    assert!(observed.contains("(127.0.92."), "{said}");
+
+    let (status, report, said) = routed_calls(&dir, 93, &["--misbehave", "no-drq"]);
+    assert_eq!(status, Some(1), "{said}");
+    for id in ["call-in", "call-out"] {
+        let (verdict, observed) = check(&report, id);
+        assert_eq!(verdict, "fail", "{id}: {said}");
+        assert!(observed.contains("no DRQ"), "{id}: {said}");
+    }
+    assert_eq!(check(&report, "discovery").0, "pass", "{said}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -151,6 +217,14 @@ fn bad_options_are_refused_before_anything_starts() {
         (
             vec!["--endpoint", "5001", "--only", "nope"],
             "no check is called",
+        ),
+        (
+            vec!["--endpoint", "5001", "--partner-alias", "bob"],
+            "must be dialled digits",
+        ),
+        (
+            vec!["--simulate", "2", "--partner-alias", "4002"],
+            "a simulated phone has that number",
         ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))

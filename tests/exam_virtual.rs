@@ -50,8 +50,8 @@ fn show(report: &EndpointReport) -> String {
         .collect()
 }
 
-/// The checks every phone can run in count mode without a password.
-const SKIPPED_IN_COUNT_MODE: [&str; 4] = ["socket", "call-in", "call-out", "password"];
+/// The checks no phone can run in count mode without a password.
+const SKIPPED_IN_COUNT_MODE: [&str; 2] = ["socket", "password"];
 
 #[test]
 fn a_well_behaved_phone_passes_every_check_it_can_run() {
@@ -129,6 +129,45 @@ fn a_phone_that_skips_agl_order_fails_home_out_and_clan_out() {
 #[test]
 fn a_phone_that_ignores_irq_fails_irq() {
     breaks(Misbehaviour::IgnoresIrq, &["irq"], false);
+}
+
+#[test]
+fn a_phone_that_sends_no_drq_fails_call_in_and_call_out() {
+    breaks(Misbehaviour::NoDrq, &["call-in", "call-out"], false);
+}
+
+#[test]
+fn the_call_checks_say_what_the_call_did() {
+    let report = examine(&[], false, 5001);
+    let table = show(&report);
+    let call_in = report.checks.iter().find(|c| c.id == "call-in").unwrap();
+    assert_eq!(call_in.verdict.name(), "pass", "{table}");
+    for part in ["ARQ answerCall seq", "Connect", "DRQ seq"] {
+        assert!(call_in.observed.contains(part), "{part}: {table}");
+    }
+    // The exam's phone's side is in the evidence: its Setup, the Connect it heard.
+    assert!(
+        call_in
+            .evidence
+            .iter()
+            .any(|e| e.message.starts_with("Q.931 Setup")),
+        "{table}"
+    );
+    let call_out = report.checks.iter().find(|c| c.id == "call-out").unwrap();
+    assert_eq!(call_out.verdict.name(), "pass", "{table}");
+    assert!(
+        call_out
+            .observed
+            .contains("the ACF's destCallSignalAddress"),
+        "{table}"
+    );
+
+    let silent = examine(&[Misbehaviour::NoDrq], false, 5001);
+    let table = show(&silent);
+    let call_in = silent.checks.iter().find(|c| c.id == "call-in").unwrap();
+    assert!(call_in.observed.contains("no DRQ"), "{table}");
+    // The endpoint took the call all the same: its ARQ and the Connect are reported.
+    assert!(call_in.observed.contains("ARQ answerCall seq"), "{table}");
 }
 
 #[test]

@@ -80,6 +80,15 @@ pub struct ExamArgs {
     /// declines-tts, no-drq.
     #[arg(long, value_name = "HOW", value_delimiter = ',')]
     pub misbehave: Vec<String>,
+    /// The number of the exam's own phone: it calls the endpoint (call-in) and is the
+    /// number the endpoint calls (call-out). An endpoint with this alias is not examined.
+    #[arg(long, value_name = "ALIAS", default_value = super::simulate::PARTNER_ALIAS)]
+    pub partner_alias: String,
+    /// The address of the exam's own phone: its RAS and call signalling (on ports the
+    /// system picks). It registers like any phone, so it must be in a region of the
+    /// configuration; the embedded default puts 127.1.0.0/16 in region 1.
+    #[arg(long, value_name = "IP", default_value_t = super::simulate::PARTNER_ADDRESS)]
+    pub partner_address: std::net::IpAddr,
     /// Only the report: no verdict as it comes.
     #[arg(long)]
     pub quiet: bool,
@@ -196,6 +205,28 @@ fn options(args: &ExamArgs) -> Result<Options, String> {
     if !misbehave.is_empty() && args.simulate == 0 {
         return Err("--misbehave is for the simulated phones: give --simulate N".to_string());
     }
+    if args.partner_alias.is_empty()
+        || args.partner_alias.len() > 128
+        || !args
+            .partner_alias
+            .chars()
+            .all(|c| c.is_ascii_digit() || "*#,".contains(c))
+    {
+        return Err(format!(
+            "--partner-alias {:?}: the exam's phone's number must be dialled digits (0-9, *, \
+             #, ','), as the endpoint dials it",
+            args.partner_alias
+        ));
+    }
+    if args.simulate > 0
+        && (0..args.simulate)
+            .any(|i| super::simulate::extension_of(i, tts).to_string() == args.partner_alias)
+    {
+        return Err(format!(
+            "--partner-alias {}: a simulated phone has that number; pick another",
+            args.partner_alias
+        ));
+    }
     if !(1..=3600).contains(&args.wait_s) {
         return Err(format!("--wait-s {}: between 1 and 3600", args.wait_s));
     }
@@ -221,6 +252,8 @@ fn options(args: &ExamArgs) -> Result<Options, String> {
         misbehave,
         admin: args.admin,
         quiet: args.quiet,
+        partner_alias: args.partner_alias.clone(),
+        partner_address: args.partner_address,
     })
 }
 

@@ -18,11 +18,11 @@ use crate::config::{self, Config};
 use crate::simulated_phone::Misbehaviour;
 
 use super::drill::Drill;
-use super::engine::{Action, Engine, Happening, Outcome, Topology};
+use super::engine::{Action, Engine, Happening, Outcome, Partner, Topology};
 use super::report::ExamReport;
 use super::selector::Selector;
 use super::sighting::{Direction, Sighting};
-use super::simulate::Simulation;
+use super::simulate::{Order, PhoneSpec, Simulation};
 use super::status::{ExamStatus, StatusPoster};
 
 /// What `rasgk exam` was asked.
@@ -52,6 +52,10 @@ pub struct Options {
     pub admin: SocketAddr,
     /// `--quiet`: no verdict as it comes, only the report.
     pub quiet: bool,
+    /// `--partner-alias`: the exam's phone's number.
+    pub partner_alias: String,
+    /// `--partner-address`: the exam's phone's address.
+    pub partner_address: std::net::IpAddr,
 }
 
 /// Why an exam could not run (exit status 2).
@@ -313,6 +317,9 @@ impl Gatekeeper {
                 &serde_json::json!({ "clans": clans, "in_service": in_service }).to_string(),
             ),
             Action::Restart => post("/api/restart", "{}"),
+            Action::Call { .. } | Action::AwaitCall { .. } => {
+                return Outcome::Failed("a call is the exam's phones' to place".into())
+            }
         };
         match answer {
             Ok((200, body)) => match action {
@@ -332,10 +339,11 @@ impl Gatekeeper {
     }
 }
 
-/// What the two streams bring.
+/// What the two streams and the exam's phone bring.
 enum Input {
     Ras(Box<Sighting>),
     Event(Happening),
+    Call(crate::simulated_phone::CallNote),
     Lost(String),
 }
 
@@ -416,27 +424,49 @@ fn examine(
         ras_input(data, start)
     })
     .map_err(|e| ExamError::Admin(format!("/api/ras: {e}")))?;
-    read_stream(gatekeeper.admin, "/api/events", tx, event_input)
+    read_stream(gatekeeper.admin, "/api/events", tx.clone(), event_input)
         .map_err(|e| ExamError::Admin(format!("/api/events: {e}")))?;
+    let call_tx = std::sync::Mutex::new(tx);
+    let mut phones = vec![PhoneSpec::partner(
+        &options.partner_alias,
+        options.partner_address,
+    )];
+    phones.extend(
+        (0..options.simulate.min(super::simulate::MOST))
+            .map(|i| PhoneSpec::simulated(i, options.tts, &options.misbehave)),
+    );
+    let partner_alias = options.partner_alias.clone();
+    let heard = call_tx;
+    let simulation = Simulation::start(
+        phones,
+        config.gatekeeper.discovery,
+        Box::new(move |alias, note| {
+            if alias == partner_alias {
+                let _ = heard.lock().map(|tx| tx.send(Input::Call(note)));
+            }
+        }),
+    )
+    .map_err(|e| {
+        ExamError::Usage(format!(
+            "cannot bind the exam's phones (--partner-address {}, --simulate): {e}",
+            options.partner_address
+        ))
+    })?;
+    let partner = Partner {
+        alias: options.partner_alias.clone(),
+        call_signal_address: simulation.running[&options.partner_alias].call_signal_address,
+    };
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ u64::from(std::process::id());
     let mut engine = Engine::new(
         options.drill.clone(),
         Topology::of(config),
         options.endpoints.clone(),
         options.password.is_some(),
-    );
-    let simulation = if options.simulate > 0 {
-        Some(
-            Simulation::start(
-                options.simulate,
-                options.tts,
-                config.gatekeeper.discovery,
-                &options.misbehave,
-            )
-            .map_err(|e| ExamError::Usage(format!("--simulate: cannot bind a phone: {e}")))?,
-        )
-    } else {
-        None
-    };
+    )
+    .with_partner(partner, seed);
     let names: Vec<String> = options.endpoints.iter().map(ToString::to_string).collect();
     if !options.quiet {
         eprintln!(
@@ -466,6 +496,10 @@ fn examine(
             Ok(Input::Event(happening)) => {
                 actions.extend(engine.happened(start.elapsed(), happening))
             }
+            Ok(Input::Call(note)) => {
+                let at = note.at.saturating_duration_since(start);
+                actions.extend(engine.heard(at, note.call_id, note.event));
+            }
             Ok(Input::Lost(why)) => {
                 lost = Some(why);
             }
@@ -476,7 +510,12 @@ fn examine(
         while !actions.is_empty() {
             let mut more = Vec::new();
             for action in actions {
-                let outcome = gatekeeper.act(&action);
+                let outcome = match &action {
+                    Action::Call { .. } | Action::AwaitCall { .. } => {
+                        call(&simulation, options, &action)
+                    }
+                    _ => gatekeeper.act(&action),
+                };
                 more.extend(engine.acted(start.elapsed(), &action, outcome));
             }
             actions = more;
@@ -532,15 +571,61 @@ fn examine(
         let _ = gatekeeper.act(&action);
     }
     status.post(|| ExamStatus::of(&engine, start.elapsed(), false), true);
-    if let Some(simulation) = simulation {
-        simulation.stop();
-    }
+    simulation.stop();
     let report = ExamReport {
         gatekeeper: describe_gatekeeper(options, config),
         drill: options.drill.origin.clone(),
         endpoints: engine.reports(),
     };
     Ok((report, missing, was_interrupted))
+}
+
+/// A call step's action, carried out by the exam's phones: the exam's phone calls the
+/// endpoint; a call from the endpoint is asked of its simulated phone, or of its tester.
+fn call(simulation: &Simulation, options: &Options, action: &Action) -> Outcome {
+    match action {
+        Action::Call { callee, call_id } => {
+            let order = Order {
+                dial: callee.clone(),
+                call_id: *call_id,
+            };
+            if simulation.order(&options.partner_alias, order) {
+                Outcome::Done
+            } else {
+                Outcome::Failed("the exam's phone is not running".into())
+            }
+        }
+        Action::AwaitCall {
+            endpoint,
+            aliases,
+            partner,
+            call_id,
+        } => {
+            let simulated = aliases.iter().find(|a| simulation.running.contains_key(*a));
+            match simulated {
+                Some(alias) => {
+                    let order = Order {
+                        dial: partner.clone(),
+                        call_id: *call_id,
+                    };
+                    simulation.order(alias, order);
+                }
+                None => {
+                    let wait = options
+                        .drill
+                        .step("call-out")
+                        .map_or(0, |step| step.wait.as_secs());
+                    eprintln!(
+                        "rasgk exam: call {partner} from {endpoint} now (the call-out check waits \
+                         {wait} s for the call; the exam's phone answers, and hangs up after {} s)",
+                        super::simulate::PARTNER_HOLD.as_secs()
+                    );
+                }
+            }
+            Outcome::Done
+        }
+        _ => Outcome::Failed("not a call".into()),
+    }
 }
 
 fn describe_gatekeeper(options: &Options, config: &Config) -> String {

@@ -73,6 +73,32 @@ impl Sighting {
         matches!(&self.message, RasMessage::registrationRequest(rrq) if rrq.keep_alive != Some(true))
     }
 
+    /// The `callIdentifier` of an ARQ or DRQ.
+    pub fn call_id(&self) -> Option<[u8; 16]> {
+        let id = match &self.message {
+            RasMessage::admissionRequest(arq) => arq.call_identifier.as_ref(),
+            RasMessage::disengageRequest(drq) => drq.call_identifier.as_ref(),
+            _ => None,
+        }?;
+        <[u8; 16]>::try_from(&id.guid.0[..]).ok()
+    }
+
+    /// An ARQ with `answerCall` TRUE.
+    pub fn is_answer_arq(&self) -> bool {
+        matches!(&self.message, RasMessage::admissionRequest(arq) if arq.answer_call)
+    }
+
+    /// An ACF's `destCallSignalAddress`, and whether its `callModel` is gatekeeperRouted.
+    pub fn acf_dest(&self) -> Option<(Option<SocketAddr>, bool)> {
+        match &self.message {
+            RasMessage::admissionConfirm(acf) => Some((
+                socket_addr(&acf.dest_call_signal_address),
+                matches!(acf.call_model, asn::CallModel::gatekeeperRouted(())),
+            )),
+            _ => None,
+        }
+    }
+
     /// As evidence.
     pub fn evidence(&self) -> Evidence {
         let (from, to) = match self.direction {
@@ -171,10 +197,13 @@ pub fn describe(message: &RasMessage) -> String {
                 add(format!("callIdentifier {}", guid(&id.guid)));
             }
         }
-        RasMessage::admissionConfirm(acf) => add(format!(
-            "destCallSignalAddress {}",
-            address(&acf.dest_call_signal_address)
-        )),
+        RasMessage::admissionConfirm(acf) => {
+            add(format!(
+                "destCallSignalAddress {}",
+                address(&acf.dest_call_signal_address)
+            ));
+            add(format!("callModel {}", ras::choice_name(&acf.call_model)));
+        }
         RasMessage::admissionReject(arj) => add(ras::choice_name(&arj.reject_reason)),
         RasMessage::disengageRequest(drq) => {
             if let Some(id) = &drq.call_identifier {
@@ -210,5 +239,10 @@ fn alias_list(list: &[asn::AliasAddress]) -> String {
 
 /// A GUID as 32 hex digits.
 pub fn guid(guid: &asn::GloballyUniqueID) -> String {
-    guid.0.iter().map(|b| format!("{b:02x}")).collect()
+    describe_call_id(&guid.0[..])
+}
+
+/// A `callIdentifier` (or any GUID's octets) as 32 hex digits.
+pub fn describe_call_id(octets: &[u8]) -> String {
+    octets.iter().map(|b| format!("{b:02x}")).collect()
 }

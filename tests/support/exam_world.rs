@@ -10,14 +10,26 @@ use std::time::{Duration, Instant};
 
 use rasgk::config::{self, Config};
 use rasgk::exam::drill::Drill;
-use rasgk::exam::engine::{Action, Engine, Happening, Outcome, Topology};
+use rasgk::exam::engine::{Action, Engine, Happening, Outcome, Partner, Topology};
 use rasgk::exam::report::EndpointReport;
 use rasgk::exam::selector::Selector;
 use rasgk::exam::sighting::{Direction, Sighting};
+use rasgk::gatekeeper::ConnectionId;
 use rasgk::gatekeeper::{Closing, Command, Gatekeeper};
 use rasgk::phone::Phone;
 use rasgk::ras::MessageKind;
-use rasgk::simulated_phone::{Misbehaviour, Outgoing, SimulatedPhone};
+use rasgk::simulated_phone::{Connection, Misbehaviour, Outgoing, Signal, SimulatedPhone};
+
+/// The exam's own phone in the world: its alias and addresses.
+pub const PARTNER_ALIAS: &str = "3999";
+const PARTNER_RAS: &str = "127.1.255.250:1719";
+
+/// One end of a connection in the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum End {
+    Phone(usize, Connection),
+    Gatekeeper(ConnectionId),
+}
 
 /// A datagram on its way: from, to, octets.
 type Flight = (SocketAddr, SocketAddr, Vec<u8>);
@@ -33,8 +45,10 @@ pub struct ExamWorld {
     /// Phones that have not started yet: when they start.
     starts: Vec<Option<Instant>>,
     by_address: HashMap<SocketAddr, usize>,
-    /// Gatekeeper-opened connections to TTS phones: connection → phone.
-    connections: HashMap<rasgk::gatekeeper::ConnectionId, usize>,
+    /// Connections: each end's other end.
+    links: HashMap<End, End>,
+    /// The exam's phone's index among the phones, once it is there.
+    partner: Option<usize>,
     pub actions: Vec<Action>,
     /// Every action the engine asked for, in order.
     pub actions_done: Vec<Action>,
@@ -55,7 +69,13 @@ impl ExamWorld {
         }
         let config = config::from_toml(&toml, "exam-world").unwrap_or_else(|e| panic!("{e}"));
         let topology = Topology::of(&config);
-        let engine = Engine::new(drill, topology, vec![Selector::parse("*").unwrap()], false);
+        let partner_ras: SocketAddr = PARTNER_RAS.parse().unwrap();
+        let partner = Partner {
+            alias: PARTNER_ALIAS.to_string(),
+            call_signal_address: SocketAddr::new(partner_ras.ip(), partner_ras.port() + 1),
+        };
+        let engine = Engine::new(drill, topology, vec![Selector::parse("*").unwrap()], false)
+            .with_partner(partner, 7);
         let mut gatekeeper = Gatekeeper::new(config.clone()).unwrap();
         gatekeeper.set_events_watched(true);
         let start = Instant::now();
@@ -68,7 +88,8 @@ impl ExamWorld {
             now: start,
             starts: Vec::new(),
             by_address: HashMap::new(),
-            connections: HashMap::new(),
+            links: HashMap::new(),
+            partner: None,
             actions: Vec::new(),
             actions_done: Vec::new(),
             vanish_at: Vec::new(),
@@ -107,8 +128,29 @@ impl ExamWorld {
         self.now - self.start
     }
 
+    /// The exam's phone, as `rasgk exam` runs it: it answers and releases after 2 s.
+    fn add_partner(&mut self) {
+        if self.partner.is_some() {
+            return;
+        }
+        let address: SocketAddr = PARTNER_RAS.parse().unwrap();
+        let mut phone = Phone::extension(PARTNER_ALIAS.parse().unwrap(), address);
+        phone.call_signal_address = SocketAddr::new(address.ip(), address.port() + 1);
+        let mut sim = SimulatedPhone::new(phone, self.config.gatekeeper.discovery, &[]);
+        sim.hold = Duration::from_secs(2);
+        sim.answered_hold = Some(Duration::from_secs(2));
+        sim.connect_within = Duration::from_secs(25);
+        sim.keep_alive_share = 0.2;
+        self.partner = Some(self.phones.len());
+        self.by_address.insert(address, self.phones.len());
+        self.phones.push(sim);
+        self.starts.push(Some(self.start));
+        self.vanish_at.push(None);
+    }
+
     /// Runs until the exam has finished, or `limit` of virtual time has passed.
     pub fn run(&mut self, limit: Duration) -> Vec<EndpointReport> {
+        self.add_partner();
         let mut wait_over = false;
         loop {
             let next = self.next_deadline();
@@ -122,14 +164,14 @@ impl ExamWorld {
                 if self.starts[i].is_some_and(|at| at <= self.now) {
                     self.starts[i] = None;
                     let out = self.phones[i].start(self.now);
-                    flights.extend(self.sent_by(i, out));
+                    flights.extend(self.outputs(i, out));
                 }
                 if self.vanished(i) {
                     continue;
                 }
                 if self.phones[i].deadline().is_some_and(|at| at <= self.now) {
                     let out = self.phones[i].tick(self.now);
-                    flights.extend(self.sent_by(i, out));
+                    flights.extend(self.outputs(i, out));
                 }
             }
             if self
@@ -140,7 +182,7 @@ impl ExamWorld {
                 let out = self.gatekeeper.handle_timeout(self.now);
                 flights.extend(out.into_iter().map(|t| (t.local, t.to, t.payload.to_vec())));
             }
-            self.connections_and_events();
+            flights.extend(self.connections_and_events());
             let actions = std::mem::take(&mut self.actions);
             flights.extend(self.act(actions));
             self.carry(flights);
@@ -181,6 +223,82 @@ impl ExamWorld {
         out.into_iter().map(|o| (from, o.to, o.datagram)).collect()
     }
 
+    /// What phone `i` sent, and what its call signalling did: connections opened, frames
+    /// carried to the other end, closed — and what those caused, until it settles.
+    fn outputs(&mut self, i: usize, out: Vec<Outgoing>) -> Vec<Flight> {
+        let mut flights = self.sent_by(i, out);
+        let mut queue = vec![i];
+        let now = self.now;
+        while let Some(i) = queue.pop() {
+            for signal in self.phones[i].signals() {
+                match signal {
+                    Signal::Connect { connection, to } => {
+                        let callee = self
+                            .phones
+                            .iter()
+                            .position(|p| p.phone.call_signal_address == to)
+                            .filter(|&j| !self.vanished(j));
+                        let out = match callee {
+                            Some(j) => {
+                                let from = SocketAddr::new(
+                                    self.phones[i].phone.call_signal_address.ip(),
+                                    40000 + connection.0 as u16,
+                                );
+                                let accepted = self.phones[j].accepted(now, from);
+                                self.link(End::Phone(i, connection), End::Phone(j, accepted));
+                                self.phones[i].connected(now, connection)
+                            }
+                            None => self.phones[i].connect_failed(now, connection, "refused"),
+                        };
+                        flights.extend(self.sent_by(i, out));
+                        queue.push(i);
+                    }
+                    Signal::Send { connection, frame } => {
+                        match self.links.get(&End::Phone(i, connection)).copied() {
+                            Some(End::Phone(j, theirs)) if !self.vanished(j) => {
+                                let out = self.phones[j].read(now, theirs, &frame);
+                                flights.extend(self.sent_by(j, out));
+                                queue.push(j);
+                            }
+                            _ => {}
+                        }
+                    }
+                    Signal::Close { connection } => match self.unlink(End::Phone(i, connection)) {
+                        Some(End::Phone(j, theirs)) => {
+                            let out = self.phones[j].closed(now, theirs);
+                            flights.extend(self.sent_by(j, out));
+                            queue.push(j);
+                        }
+                        Some(End::Gatekeeper(id)) => {
+                            self.gatekeeper.closed(now, id, Closing::Fin);
+                        }
+                        None => {}
+                    },
+                }
+            }
+            let notes = self.phones[i].notes();
+            if Some(i) == self.partner {
+                for note in notes {
+                    let at = note.at - self.start;
+                    let actions = self.engine.heard(at, note.call_id, note.event);
+                    self.actions.extend(actions);
+                }
+            }
+        }
+        flights
+    }
+
+    fn link(&mut self, a: End, b: End) {
+        self.links.insert(a, b);
+        self.links.insert(b, a);
+    }
+
+    fn unlink(&mut self, a: End) -> Option<End> {
+        let b = self.links.remove(&a)?;
+        self.links.remove(&b);
+        Some(b)
+    }
+
     /// Delivers datagrams, and what they cause, until nothing is in flight.
     fn carry(&mut self, mut flights: VecDeque<Flight>) {
         let mut carried = 0u32;
@@ -203,7 +321,7 @@ impl ExamWorld {
                     continue;
                 }
                 let out = self.phones[i].receive(self.now, from, &datagram);
-                flights.extend(self.sent_by(i, out));
+                flights.extend(self.outputs(i, out));
             } else {
                 let sighting = Sighting::of(self.at(), Direction::In, to, from, &datagram);
                 if let Some(sighting) = sighting {
@@ -213,7 +331,7 @@ impl ExamWorld {
                 let out = self.gatekeeper.handle(self.now, to, from, &datagram);
                 flights.extend(out.into_iter().map(|t| (t.local, t.to, t.payload.to_vec())));
             }
-            self.connections_and_events();
+            flights.extend(self.connections_and_events());
             let actions = std::mem::take(&mut self.actions);
             flights.extend(self.act(actions));
         }
@@ -230,30 +348,41 @@ impl ExamWorld {
 
     /// The gatekeeper's socket commands (TTS phones keep or decline what it opens) and its
     /// events, for the engine.
-    fn connections_and_events(&mut self) {
+    fn connections_and_events(&mut self) -> Vec<Flight> {
+        let mut flights = Vec::new();
+        let now = self.now;
         for command in self.gatekeeper.take_commands() {
             match command {
-                Command::Connect { id, to, .. } => {
+                Command::Connect { id, to, from } => {
                     let phone = self
                         .phones
                         .iter()
-                        .position(|p| p.phone.call_signal_address == to);
+                        .position(|p| p.phone.call_signal_address == to)
+                        .filter(|&i| !self.vanished(i));
                     match phone {
                         Some(i) => {
-                            self.gatekeeper.connected(self.now, id);
-                            if self.phones[i].keeps_tts_socket() {
-                                self.connections.insert(id, i);
-                            } else {
-                                self.gatekeeper.closed(self.now, id, Closing::Fin);
-                            }
+                            self.gatekeeper.connected(now, id);
+                            let accepted =
+                                self.phones[i].accepted(now, SocketAddr::new(from, 50000));
+                            self.link(End::Gatekeeper(id), End::Phone(i, accepted));
                         }
-                        None => self.gatekeeper.connect_failed(self.now, id),
+                        None => self.gatekeeper.connect_failed(now, id),
                     }
                 }
                 Command::Close { id, .. } => {
-                    self.connections.remove(&id);
+                    if let Some(End::Phone(i, theirs)) = self.unlink(End::Gatekeeper(id)) {
+                        let out = self.phones[i].closed(now, theirs);
+                        flights.extend(self.outputs(i, out));
+                    }
                 }
-                Command::Send { .. } => {}
+                Command::Send { id, payload } => {
+                    if let Some(End::Phone(i, theirs)) =
+                        self.links.get(&End::Gatekeeper(id)).copied()
+                    {
+                        let out = self.phones[i].read(now, theirs, &payload);
+                        flights.extend(self.outputs(i, out));
+                    }
+                }
             }
         }
         for event in self.gatekeeper.drain_events() {
@@ -266,6 +395,7 @@ impl ExamWorld {
                 self.actions.extend(actions);
             }
         }
+        flights
     }
 
     /// Applies the engine's actions to the core as the admin port would: the datagrams
@@ -310,8 +440,31 @@ impl ExamWorld {
                 }
                 Action::Restart => {
                     self.gatekeeper.restart().unwrap();
-                    // Its connections are closed (the commands say so); the phones' go with them.
-                    self.connections.clear();
+                    // Its connections are closed: the commands say so.
+                    (Outcome::Done, Vec::new())
+                }
+                Action::Call { callee, call_id } => {
+                    let partner = self.partner.expect("the exam's phone");
+                    let out = self.phones[partner].dial(now, callee, *call_id);
+                    flights.extend(self.outputs(partner, out));
+                    (Outcome::Done, Vec::new())
+                }
+                Action::AwaitCall {
+                    aliases,
+                    partner,
+                    call_id,
+                    ..
+                } => {
+                    let caller = self.phones.iter().position(|p| {
+                        p.phone
+                            .aliases
+                            .iter()
+                            .any(|a| aliases.contains(&a.to_string()))
+                    });
+                    if let Some(i) = caller.filter(|&i| !self.vanished(i)) {
+                        let out = self.phones[i].dial(now, partner, *call_id);
+                        flights.extend(self.outputs(i, out));
+                    }
                     (Outcome::Done, Vec::new())
                 }
             };

@@ -1,4 +1,5 @@
-//! What the gatekeeper's event stream tells the exam: a registration, its socket, a lapse.
+//! What the gatekeeper's event stream tells the exam: a registration, its socket, a lapse,
+//! a routed call's Setup.
 
 use crate::config::RegionId;
 
@@ -37,6 +38,13 @@ pub enum Happening {
         /// Why (`declined`, `peer_closed`, …).
         reason: String,
     },
+    /// Routed calls: a Setup of its arrived on a C-LAN and made a call.
+    CallSetup {
+        /// Its `endpointIdentifier` (the caller's).
+        endpoint_id: String,
+        /// The C-LAN the Setup arrived on.
+        clan: String,
+    },
 }
 
 impl Happening {
@@ -46,13 +54,20 @@ impl Happening {
             Happening::Lapsed { endpoint_id }
             | Happening::Registered { endpoint_id, .. }
             | Happening::SocketEstablished { endpoint_id, .. }
-            | Happening::SocketClosed { endpoint_id, .. } => endpoint_id,
+            | Happening::SocketClosed { endpoint_id, .. }
+            | Happening::CallSetup { endpoint_id, .. } => endpoint_id,
         }
     }
 
     /// The happening of one `/api/events` event (its JSON), if it is one the exam reads.
     pub fn from_json(event: &serde_json::Value) -> Option<Happening> {
         let text = |key: &str| event.get(key).and_then(|v| v.as_str()).map(str::to_string);
+        if event.get("type")?.as_str()? == "call_setup" {
+            return Some(Happening::CallSetup {
+                endpoint_id: text("caller")?,
+                clan: text("clan")?,
+            });
+        }
         let endpoint_id = text("endpoint_id")?;
         match event.get("type")?.as_str()? {
             "unregistered" if text("reason").as_deref() == Some("ttl") => {

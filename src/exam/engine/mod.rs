@@ -14,8 +14,14 @@
 //! Here: the engine, an endpoint's timeline and its own steps started. Its parts:
 //! `happening` (the events read), `topology` (the gatekeeper as the exam knows it), `steps`
 //! (a running step graded), `shared` (the steps for every endpoint, round by round),
-//! `throughout` (the checks graded over the whole exam).
+//! `throughout` (the checks graded over the whole exam), `calls` (the call steps graded).
+//!
+//! The call steps need a phone of the exam's own ([`Partner`]), registered with the same
+//! gatekeeper: `call-in` asks it to call the endpoint ([`Action::Call`]), `call-out` asks for
+//! a call from the endpoint to it ([`Action::AwaitCall`]); what it heard comes back through
+//! [`Engine::heard`].
 
+mod calls;
 mod happening;
 mod shared;
 mod steps;
@@ -40,6 +46,16 @@ use super::report::EndpointReport;
 use super::selector::Selector;
 use super::sighting::{Direction, Sighting};
 use super::verdict::{Evidence, Graded, Verdict};
+use crate::simulated_phone::CallEvent;
+
+/// The exam's own phone, which calls the endpoint and takes its calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partner {
+    /// Its alias (dialled digits): the number the endpoint calls.
+    pub alias: String,
+    /// Its call signalling address: where a direct call to it goes.
+    pub call_signal_address: SocketAddr,
+}
 
 /// What the exam asks of the gatekeeper, as the admin port's drills do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +91,25 @@ pub enum Action {
     },
     /// The gatekeeper loses its state.
     Restart,
+    /// The exam's phone calls the endpoint (`call-in`).
+    Call {
+        /// The alias it dials.
+        callee: String,
+        /// The call's `callIdentifier`.
+        call_id: [u8; 16],
+    },
+    /// A call from the endpoint to the exam's phone is wanted (`call-out`): its tester
+    /// places it, or its own script does, or — a simulated phone — it is told to.
+    AwaitCall {
+        /// How the endpoint is named.
+        endpoint: String,
+        /// Its aliases.
+        aliases: Vec<String>,
+        /// The number to call: the exam's phone's alias.
+        partner: String,
+        /// A `callIdentifier` for the call, when a phone of the exam's places it.
+        call_id: [u8; 16],
+    },
 }
 
 /// How an action went.
@@ -121,6 +156,8 @@ struct Running {
     /// `alternate`: the refusal is armed; the URQ that makes it register again is still
     /// to be sent.
     trigger_pending: bool,
+    /// `call-in`: the call the exam's phone places.
+    call_id: Option<[u8; 16]>,
 }
 
 /// One endpoint under examination.
@@ -214,6 +251,9 @@ const EVIDENCE: usize = 24;
 /// Sightings kept of a peer not (yet) examined.
 const STRANGER_HISTORY: usize = 16;
 
+/// Calls the exam's phone heard of, kept at once.
+const CALLS_HEARD: usize = 4096;
+
 /// The exam.
 #[derive(Debug)]
 pub struct Engine {
@@ -233,6 +273,15 @@ pub struct Engine {
     unclaimed: HashMap<String, Vec<(Duration, Happening)>>,
     /// Endpoint identifiers of a new registration whose RCF has not been seen yet.
     fresh: std::collections::HashSet<String>,
+    /// The exam's phone, for the call steps.
+    partner: Option<Partner>,
+    /// What the exam's phone heard, by call.
+    heard: HashMap<[u8; 16], calls::Heard>,
+    /// The calls heard of, oldest first (at most [`CALLS_HEARD`]).
+    heard_order: std::collections::VecDeque<[u8; 16]>,
+    /// The calls' `callIdentifier`s come from this, and a count.
+    call_seed: u64,
+    calls_placed: u64,
 }
 
 impl Engine {
@@ -254,7 +303,50 @@ impl Engine {
             actions: Vec::new(),
             unclaimed: HashMap::new(),
             fresh: std::collections::HashSet::new(),
+            partner: None,
+            heard: HashMap::new(),
+            heard_order: std::collections::VecDeque::new(),
+            call_seed: 0,
+            calls_placed: 0,
         }
+    }
+
+    /// The exam has a phone of its own, `partner`, for the call steps (without one they are
+    /// skipped); `seed` makes its calls' identifiers unlike another exam's.
+    pub fn with_partner(mut self, partner: Partner, seed: u64) -> Self {
+        self.partner = Some(partner);
+        self.call_seed = seed;
+        self
+    }
+
+    /// What the exam's phone heard of its call `call_id` (what it placed, or a call to it).
+    pub fn heard(&mut self, at: Duration, call_id: [u8; 16], event: CallEvent) -> Vec<Action> {
+        self.now = self.now.max(at);
+        if !self.heard.contains_key(&call_id) {
+            if self.heard_order.len() >= CALLS_HEARD {
+                if let Some(oldest) = self.heard_order.pop_front() {
+                    self.heard.remove(&oldest);
+                }
+            }
+            self.heard_order.push_back(call_id);
+        }
+        let heard = self.heard.entry(call_id).or_default();
+        if heard.len() < 64 {
+            heard.push((at, event));
+        }
+        self.advance()
+    }
+
+    /// A new `callIdentifier`: a version 4 GUID's layout (RFC 4122), from the exam's seed
+    /// and a count.
+    fn new_call_id(&mut self) -> [u8; 16] {
+        self.calls_placed += 1;
+        let mut id = [0u8; 16];
+        id[..8].copy_from_slice(&self.call_seed.to_be_bytes());
+        id[8..].copy_from_slice(&self.calls_placed.to_be_bytes());
+        id[6] = 0x40 | (id[6] & 0x0f);
+        id[8] = 0x80 | (id[8] & 0x3f);
+        id
     }
 
     /// The drill.
@@ -410,6 +502,34 @@ impl Engine {
                 examinee.registered_now = false;
                 examinee.unregistered_at = Some(at);
             }
+        }
+        if let (
+            Action::Call { callee, .. }
+            | Action::AwaitCall {
+                endpoint: callee, ..
+            },
+            Outcome::Failed(why),
+        ) = (action, &outcome)
+        {
+            let step = if matches!(action, Action::Call { .. }) {
+                "call-in"
+            } else {
+                "call-out"
+            };
+            let examinee = self.examinees.iter_mut().find(|e| {
+                (e.aliases.contains(callee) || &e.name == callee)
+                    && e.running.as_ref().is_some_and(|r| r.step.check.id == step)
+            });
+            if let Some(examinee) = examinee {
+                if let Some(running) = examinee.running.take() {
+                    examinee.graded.push(Graded::skipped(
+                        running.step.check,
+                        format!("the exam's phone could not take part: {why}"),
+                    ));
+                    examinee.step += 1;
+                }
+            }
+            return self.advance();
         }
         let id = match action {
             Action::Withhold { endpoint_id, .. }
@@ -590,6 +710,11 @@ impl Engine {
         {
             return None;
         }
+        if let Some(partner) = &self.partner {
+            if aliases.contains(&partner.alias) {
+                return None;
+            }
+        }
         let name = aliases
             .first()
             .cloned()
@@ -723,9 +848,19 @@ impl Engine {
                 let Some((verdict, observed)) = verdict else {
                     return;
                 };
+                let calls = {
+                    let examinee = &self.examinees[index];
+                    let running = examinee.running.as_ref().expect("running");
+                    let ids = self.calls_of(examinee, running);
+                    self.call_evidence(examinee, &ids)
+                };
                 let examinee = &mut self.examinees[index];
                 let running = examinee.running.take().expect("running");
-                let evidence = examinee.evidence(running.mark, EVIDENCE);
+                let mut evidence = examinee.evidence(running.mark, EVIDENCE);
+                if !calls.is_empty() {
+                    evidence.extend(calls);
+                    evidence.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+                }
                 examinee
                     .graded
                     .push(Graded::of(running.step.check, verdict, observed, evidence));
@@ -759,10 +894,10 @@ impl Engine {
                 self.examinees[index].at_barrier = true;
                 return;
             }
-            if id == "call-in" || id == "call-out" {
+            if (id == "call-in" || id == "call-out") && self.partner.is_none() {
                 self.examinees[index].graded.push(Graded::skipped(
                     step.check,
-                    "calls are not placed by this build of the exam yet",
+                    "the exam has no phone of its own to call with",
                 ));
                 self.examinees[index].step += 1;
                 continue;
@@ -807,6 +942,7 @@ impl Engine {
             region: None,
             agl: examinee.agl.clone(),
             trigger_pending: false,
+            call_id: None,
         };
         match step.check.id {
             "keep-alive" => {
@@ -825,6 +961,27 @@ impl Engine {
             "irq" => self.actions.push(Action::Irq { endpoint_id }),
             "urq" => self.actions.push(Action::Unregister { endpoint_id }),
             "alternate" => self.actions.push(Action::Alternate { endpoint_id }),
+            "call-in" => {
+                let callee = examinee.aliases.first().cloned().unwrap_or_default();
+                let call_id = self.new_call_id();
+                running.call_id = Some(call_id);
+                self.actions.push(Action::Call { callee, call_id });
+            }
+            "call-out" => {
+                let (endpoint, aliases) = (examinee.name.clone(), examinee.aliases.clone());
+                let partner = self
+                    .partner
+                    .as_ref()
+                    .map(|p| p.alias.clone())
+                    .unwrap_or_default();
+                let call_id = self.new_call_id();
+                self.actions.push(Action::AwaitCall {
+                    endpoint,
+                    aliases,
+                    partner,
+                    call_id,
+                });
+            }
             _ => {}
         }
         self.examinees[index].running = Some(running);

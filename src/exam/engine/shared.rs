@@ -162,6 +162,7 @@ impl Engine {
                 region,
                 agl: examinee.agl.clone(),
                 trigger_pending: false,
+                call_id: None,
             });
         };
         match shared.id {

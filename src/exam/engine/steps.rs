@@ -24,6 +24,8 @@ impl Engine {
         let from_start = |s: &Sighting| (s.at.saturating_sub(running.started)).as_secs_f64();
         match running.step.check.id {
             "keep-alive" => self.keep_alive(examinee, running, &seen, deadline),
+            "call-in" => self.call_in(running, &seen, deadline),
+            "call-out" => self.call_out(examinee, running, &seen, deadline),
             "retransmission" => {
                 let first = seen
                     .iter()
@@ -40,9 +42,12 @@ impl Engine {
                     });
                 };
                 let withheld = seen[first];
-                let again = seen[first + 1..]
-                    .iter()
-                    .find(|s| s.direction == Direction::In);
+                // Its next registration request (a call's ARQ or DRQ between is about
+                // something else).
+                let again = seen[first + 1..].iter().find(|s| {
+                    s.direction == Direction::In
+                        && matches!(s.kind(), MessageKind::Rrq | MessageKind::Grq)
+                });
                 match again {
                     Some(again)
                         if again.kind() == MessageKind::Rrq && again.seq() == withheld.seq() =>

@@ -10,10 +10,16 @@
 //! what the phone sends comes out as [`Outgoing`] values; its timers fire in
 //! [`SimulatedPhone::tick`] at [`SimulatedPhone::deadline`].
 
+mod calls;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::phone::{Answer, Phone};
+
+pub use calls::{
+    CallEvent, CallNote, Connection, Signal, DECLINE_AFTER, HOLD, MAX_CALLS, MAX_CONNECTIONS,
+};
 
 /// How long a request waits for its answer before it is sent again. H.225.0's default RAS
 /// timeout is longer (a few seconds); a short one keeps an exam short, and nothing in the
@@ -110,17 +116,8 @@ struct InFlight {
     seq: u16,
     attempts: u32,
     retry_at: Instant,
-}
-
-/// A call the phone takes part in (the exam's `call-in` and `call-out`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallLeg {
-    /// The call's `callIdentifier`.
-    pub call_id: [u8; 16],
-    /// It answers the call (it is the callee).
-    pub answering: bool,
-    /// The gatekeeper admitted it.
-    pub admitted: bool,
+    /// The call an ARQ or DRQ is about.
+    call: Option<[u8; 16]>,
 }
 
 /// One simulated phone.
@@ -139,9 +136,22 @@ pub struct SimulatedPhone {
     walked: usize,
     time_to_live: Option<Duration>,
     keep_alive_at: Option<Instant>,
+    /// The registration's request in flight (GRQ, RRQ).
     in_flight: Option<InFlight>,
-    calls: Vec<CallLeg>,
+    /// The calls' requests in flight (ARQ, DRQ), beside it.
+    call_requests: Vec<InFlight>,
+    calls: calls::Calls,
     registrations: u32,
+    /// How long it holds a call it placed after the Connect.
+    pub hold: Duration,
+    /// How long it holds a call it answered before releasing it itself; `None`: until the
+    /// caller releases it.
+    pub answered_hold: Option<Duration>,
+    /// A call it placed not connected this long after its Setup is given up.
+    pub connect_within: Duration,
+    /// Its keep-alive goes out this share of the time to live after the last (the exam's
+    /// phone keeps alive more often, so that it learns of a gatekeeper restart soon).
+    pub keep_alive_share: f64,
 }
 
 impl SimulatedPhone {
@@ -158,8 +168,13 @@ impl SimulatedPhone {
             time_to_live: None,
             keep_alive_at: None,
             in_flight: None,
-            calls: Vec::new(),
+            call_requests: Vec::new(),
+            calls: calls::Calls::default(),
             registrations: 0,
+            hold: HOLD,
+            answered_hold: None,
+            connect_within: crate::phone_timing::NO_CONNECT,
+            keep_alive_share: KEEP_ALIVE_AT,
         }
     }
 
@@ -187,11 +202,6 @@ impl SimulatedPhone {
         self.registrations
     }
 
-    /// Its calls, released ones gone.
-    pub fn calls(&self) -> &[CallLeg] {
-        &self.calls
-    }
-
     /// Starts: a GRQ to the discovery address.
     pub fn start(&mut self, now: Instant) -> Vec<Outgoing> {
         self.discover(now)
@@ -199,47 +209,26 @@ impl SimulatedPhone {
 
     /// When [`tick`](Self::tick) next has something to do.
     pub fn deadline(&self) -> Option<Instant> {
-        let retry = self.in_flight.as_ref().map(|f| f.retry_at);
-        match (retry, self.keep_alive_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let declines = self.does(Misbehaviour::DeclinesTts);
+        self.in_flight
+            .iter()
+            .chain(&self.call_requests)
+            .map(|f| f.retry_at)
+            .chain(self.keep_alive_at)
+            .chain(self.calls.deadline(declines))
+            .min()
     }
 
-    /// Timers: a request sent again or given up; a keep-alive due.
+    /// Timers: a request sent again or given up; a keep-alive due; a call released or
+    /// given up.
     pub fn tick(&mut self, now: Instant) -> Vec<Outgoing> {
         let mut out = Vec::new();
-        if let Some(flight) = self.in_flight.as_mut().filter(|f| f.retry_at <= now) {
-            if flight.attempts >= ATTEMPTS {
-                let asking = flight.asking;
-                self.in_flight = None;
-                out.extend(self.given_up(now, asking));
-            } else {
-                flight.attempts += 1;
-                flight.retry_at = now + RETRY_AFTER;
-                if self
-                    .misbehaviours
-                    .contains(&Misbehaviour::NewSeqOnRetransmit)
-                {
-                    let (asking, to, attempts) = (flight.asking, flight.to, flight.attempts);
-                    if let Some(datagram) = self.write(asking, None) {
-                        let seq = self.phone.last_seq();
-                        self.in_flight = Some(InFlight {
-                            asking,
-                            to,
-                            datagram: datagram.clone(),
-                            seq,
-                            attempts,
-                            retry_at: now + RETRY_AFTER,
-                        });
-                        out.push(Outgoing { to, datagram });
-                    }
-                } else {
-                    out.push(Outgoing {
-                        to: flight.to,
-                        datagram: flight.datagram.clone(),
-                    });
-                }
+        if let Some(flight) = self.in_flight.take() {
+            self.in_flight = self.due(now, flight, &mut out);
+        }
+        for flight in std::mem::take(&mut self.call_requests) {
+            if let Some(flight) = self.due(now, flight, &mut out) {
+                self.call_requests.push(flight);
             }
         }
         if self.keep_alive_at.is_some_and(|at| at <= now) {
@@ -250,7 +239,40 @@ impl SimulatedPhone {
                 }
             }
         }
+        out.extend(self.call_timers(now));
         out
+    }
+
+    /// A request in flight at `now`: still waiting, sent again (to `out`), or given up
+    /// (what follows to `out`). It, while it is still in flight.
+    fn due(&mut self, now: Instant, flight: InFlight, out: &mut Vec<Outgoing>) -> Option<InFlight> {
+        if flight.retry_at > now {
+            return Some(flight);
+        }
+        if flight.attempts >= ATTEMPTS {
+            out.extend(self.given_up(now, &flight));
+            return None;
+        }
+        let flight = self.again(now, flight);
+        out.push(Outgoing {
+            to: flight.to,
+            datagram: flight.datagram.clone(),
+        });
+        Some(flight)
+    }
+
+    /// A request sent again: the same datagram, or (a phone that misbehaves so) a new one
+    /// with a new sequence number.
+    fn again(&mut self, now: Instant, mut flight: InFlight) -> InFlight {
+        flight.attempts += 1;
+        flight.retry_at = now + RETRY_AFTER;
+        if self.does(Misbehaviour::NewSeqOnRetransmit) {
+            if let Some(datagram) = self.write(flight.asking, flight.call) {
+                flight.seq = self.phone.last_seq();
+                flight.datagram = datagram;
+            }
+        }
+        flight
     }
 
     /// A datagram from the gatekeeper at `from`.
@@ -274,6 +296,23 @@ impl SimulatedPhone {
             _ => {}
         }
         // An answer to what is in flight, or to nothing (late, or a retransmission's).
+        if let Some(i) = self
+            .call_requests
+            .iter()
+            .position(|f| f.seq == answer.seq())
+        {
+            let flight = self.call_requests.remove(i);
+            let Some(call_id) = flight.call else {
+                return Vec::new();
+            };
+            return match answer {
+                Answer::Acf { dest, routed, .. } => {
+                    self.admission(now, call_id, Ok((dest, routed)))
+                }
+                Answer::Arj { reason, .. } => self.admission(now, call_id, Err(reason)),
+                _ => Vec::new(),
+            };
+        }
         let Some(flight) = self
             .in_flight
             .as_ref()
@@ -297,16 +336,18 @@ impl SimulatedPhone {
             } => {
                 self.registered = true;
                 self.gatekeeper = Some(flight.to);
+                let mut out = Vec::new();
                 if flight.asking == Asking::FullRrq {
                     self.registrations += 1;
                     self.agl = agl;
                     self.walked = 0;
+                    out.extend(self.redial(now));
                 }
                 if let Some(ttl) = time_to_live_s {
                     self.time_to_live = Some(Duration::from_secs(u64::from(ttl)));
                 }
                 self.arm_keep_alive(now);
-                Vec::new()
+                out
             }
             Answer::Rrj {
                 reason, alternates, ..
@@ -320,16 +361,6 @@ impl SimulatedPhone {
                     return self.ask(now, Asking::FullRrq, flight.to);
                 }
                 self.lost(now)
-            }
-            Answer::Acf { .. } => {
-                if let Some(leg) = self.calls.iter_mut().find(|l| !l.admitted) {
-                    leg.admitted = true;
-                }
-                Vec::new()
-            }
-            Answer::Arj { .. } => {
-                self.calls.retain(|l| l.admitted);
-                Vec::new()
             }
             _ => Vec::new(),
         }
@@ -358,6 +389,7 @@ impl SimulatedPhone {
         self.registered = false;
         self.keep_alive_at = None;
         self.in_flight = None;
+        self.call_requests.clear();
         if agl.is_empty() {
             // Unregistered by an administrator: register again where it was.
             out.extend(self.ask(now, Asking::FullRrq, from));
@@ -412,11 +444,22 @@ impl SimulatedPhone {
         self.discover(now)
     }
 
-    fn given_up(&mut self, now: Instant, asking: Asking) -> Vec<Outgoing> {
-        match asking {
+    fn given_up(&mut self, now: Instant, flight: &InFlight) -> Vec<Outgoing> {
+        match flight.asking {
             Asking::Grq => self.discover(now),
             Asking::FullRrq | Asking::KeepAlive => self.lost(now),
-            Asking::Arq { .. } | Asking::Drq => Vec::new(),
+            Asking::Arq { .. } => match flight.call {
+                Some(call_id) => self.admission(
+                    now,
+                    call_id,
+                    Err(format!(
+                        "never came: no answer to its ARQ seq {}",
+                        flight.seq
+                    )),
+                ),
+                None => Vec::new(),
+            },
+            Asking::Drq => Vec::new(),
         }
     }
 
@@ -425,7 +468,7 @@ impl SimulatedPhone {
             return;
         }
         if let Some(ttl) = self.time_to_live {
-            self.keep_alive_at = Some(now + ttl.mul_f64(KEEP_ALIVE_AT));
+            self.keep_alive_at = Some(now + ttl.mul_f64(self.keep_alive_share.clamp(0.05, 0.9)));
         }
     }
 
@@ -435,18 +478,14 @@ impl SimulatedPhone {
             Asking::Grq => Some(self.phone.grq()),
             Asking::FullRrq => Some(self.phone.rrq()),
             Asking::KeepAlive => self.phone.keep_alive(),
-            Asking::Arq { answer } => {
-                let call_id = call.or_else(|| self.calls.last().map(|l| l.call_id))?;
-                if answer {
-                    self.phone.answer_arq(call_id)
-                } else {
-                    None
-                }
+            Asking::Arq { answer: true } => self.phone.answer_arq(call?),
+            Asking::Arq { answer: false } => {
+                let call_id = call?;
+                let leg = self.calls.legs.iter().find(|l| l.call_id == call_id)?;
+                let dialled = leg.dialled.clone();
+                self.phone.arq(&dialled, call_id)
             }
-            Asking::Drq => {
-                let call_id = call.or_else(|| self.calls.last().map(|l| l.call_id))?;
-                self.phone.drq(call_id)
-            }
+            Asking::Drq => self.phone.drq(call?),
         }
     }
 
@@ -467,58 +506,19 @@ impl SimulatedPhone {
         if matches!(asking, Asking::FullRrq | Asking::Grq) {
             self.gatekeeper = Some(to);
         }
-        self.in_flight = Some(InFlight {
+        let flight = InFlight {
             asking,
             to,
             datagram: datagram.clone(),
             seq: self.phone.last_seq(),
             attempts: 1,
             retry_at: now + RETRY_AFTER,
-        });
+            call,
+        };
+        match asking {
+            Asking::Arq { .. } | Asking::Drq => self.call_requests.push(flight),
+            _ => self.in_flight = Some(flight),
+        }
         vec![Outgoing { to, datagram }]
-    }
-
-    /// A call to it arrives (a Setup, however it came): it asks its gatekeeper for
-    /// admission to answer it (ARQ `answerCall`).
-    pub fn offered(&mut self, now: Instant, call_id: [u8; 16]) -> Vec<Outgoing> {
-        let Some(to) = self.gatekeeper.filter(|_| self.registered) else {
-            return Vec::new();
-        };
-        self.calls.push(CallLeg {
-            call_id,
-            answering: true,
-            admitted: false,
-        });
-        self.ask_about(now, Asking::Arq { answer: true }, to, Some(call_id))
-    }
-
-    /// A call of its is released: DRQ with its `callIdentifier` (unless it sends none).
-    pub fn released(&mut self, now: Instant, call_id: [u8; 16]) -> Vec<Outgoing> {
-        let Some(index) = self.calls.iter().position(|l| l.call_id == call_id) else {
-            return Vec::new();
-        };
-        let leg = self.calls.remove(index);
-        if !leg.admitted || self.does(Misbehaviour::NoDrq) {
-            return Vec::new();
-        }
-        let Some(to) = self.gatekeeper else {
-            return Vec::new();
-        };
-        if self.in_flight.is_some() {
-            // One request at a time: a DRQ waits for nothing; the earlier request's
-            // retransmissions go on.
-            let datagram = self.phone.drq(call_id);
-            return datagram
-                .map(|datagram| Outgoing { to, datagram })
-                .into_iter()
-                .collect();
-        }
-        self.ask_about(now, Asking::Drq, to, Some(call_id))
-    }
-
-    /// A TTS phone's answer to a socket the gatekeeper opened to it: keeps it, or, if it
-    /// declines TTS, closes it.
-    pub fn keeps_tts_socket(&self) -> bool {
-        !self.does(Misbehaviour::DeclinesTts)
     }
 }

@@ -1,0 +1,551 @@
+//! The call steps graded: `call-in` (the exam's own phone calls the endpoint) and `call-out`
+//! (the endpoint calls the exam's phone). The gatekeeper's RAS shows the endpoint's side —
+//! its ARQ, the ACF, its DRQ — and the exam's phone tells what it heard on its call
+//! signalling ([`CallEvent`]s): a Setup and where it came from, Alerting, Connect, the
+//! release. H.323 clause 8 is the source: a registered endpoint asks admission (ARQ) before
+//! it places or answers a call, sends its Setup where the ACF's `destCallSignalAddress`
+//! says, and disengages (DRQ with the call's `callIdentifier`) when the call ends.
+
+use std::time::Duration;
+
+use crate::exam::sighting::{describe_call_id, Direction, Sighting};
+use crate::exam::verdict::{Evidence, Verdict};
+use crate::ras::{MessageKind, RasMessage};
+use crate::simulated_phone::CallEvent;
+
+use super::{alias_texts, Engine, Examinee, Running};
+
+/// After a call's release, the endpoint's DRQ is waited for this long.
+pub(super) const DRQ_WITHIN: Duration = Duration::from_secs(6);
+
+/// The gatekeeper's RAS reaches the exam by its admin port, the exam's phone's notes
+/// straight: a RAS message missing at a note's time is waited for this long before its
+/// absence counts.
+pub(super) const LAG: Duration = Duration::from_secs(2);
+
+/// What the exam's phone heard of one call, in order.
+pub(super) type Heard = Vec<(Duration, CallEvent)>;
+
+fn secs(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+fn find<'a, T>(
+    heard: &'a Heard,
+    pick: impl Fn(&'a CallEvent) -> Option<T>,
+) -> Option<(Duration, T)> {
+    heard.iter().find_map(|(at, e)| pick(e).map(|t| (*at, t)))
+}
+
+/// The moments of a call, as the exam's phone heard them.
+struct Moments<'a> {
+    setup_written: Option<Duration>,
+    connected: Option<Duration>,
+    released: Option<(Duration, bool, &'a str)>,
+    failed: Option<(Duration, &'a str)>,
+    routed: Option<bool>,
+}
+
+impl<'a> Moments<'a> {
+    fn of(heard: &'a Heard) -> Moments<'a> {
+        Moments {
+            setup_written: find(heard, |e| {
+                matches!(e, CallEvent::SetupWritten { .. }).then_some(())
+            })
+            .map(|(at, ())| at),
+            connected: find(heard, |e| matches!(e, CallEvent::Connected).then_some(()))
+                .map(|(at, ())| at),
+            released: find(heard, |e| match e {
+                CallEvent::Released { by_peer, cause } => Some((*by_peer, cause.as_str())),
+                _ => None,
+            })
+            .map(|(at, (by_peer, cause))| (at, by_peer, cause)),
+            failed: find(heard, |e| match e {
+                CallEvent::Failed { why } => Some(why.as_str()),
+                _ => None,
+            }),
+            routed: find(heard, |e| match e {
+                CallEvent::Admitted { routed, .. } => Some(*routed),
+                _ => None,
+            })
+            .map(|(_, routed)| routed),
+        }
+    }
+}
+
+/// Who ended a call.
+fn releaser(by_peer: bool) -> &'static str {
+    if by_peer {
+        "it released the call"
+    } else {
+        "the exam's phone released the call"
+    }
+}
+
+/// The endpoint's DRQ for the call `call_id`.
+fn drq_of<'a>(seen: &[&'a Sighting], call_id: [u8; 16]) -> Option<&'a Sighting> {
+    seen.iter().copied().find(|s| {
+        s.direction == Direction::In && s.kind() == MessageKind::Drq && s.call_id() == Some(call_id)
+    })
+}
+
+impl Engine {
+    /// What the exam's phone heard of the call `call_id`.
+    pub(super) fn heard_of(&self, call_id: [u8; 16]) -> &[(Duration, CallEvent)] {
+        self.heard.get(&call_id).map_or(&[], Vec::as_slice)
+    }
+
+    /// The calls a call step is about: the one the exam placed (`call-in`), or those the
+    /// endpoint asked admission for (`call-out`).
+    pub(super) fn calls_of(&self, examinee: &Examinee, running: &Running) -> Vec<[u8; 16]> {
+        if let Some(call_id) = running.call_id {
+            return vec![call_id];
+        }
+        let mut ids: Vec<[u8; 16]> = examinee
+            .since(running.mark)
+            .filter(|s| s.direction == Direction::In && s.kind() == MessageKind::Arq)
+            .filter_map(Sighting::call_id)
+            .collect();
+        ids.dedup();
+        ids
+    }
+
+    /// The exam's phone's side of a call step's calls, as evidence lines.
+    pub(super) fn call_evidence(&self, examinee: &Examinee, calls: &[[u8; 16]]) -> Vec<Evidence> {
+        let Some(partner) = &self.partner else {
+            return Vec::new();
+        };
+        let phone = format!("exam phone {}", partner.alias);
+        let mut out = Vec::new();
+        for &call_id in calls {
+            let heard = self.heard_of(call_id);
+            let placed = heard
+                .iter()
+                .any(|(_, e)| matches!(e, CallEvent::Dialled { .. }));
+            for (at, event) in heard {
+                let (from, to, message) = match event {
+                    CallEvent::Dialled { to } => (
+                        phone.clone(),
+                        "gatekeeper".to_string(),
+                        format!("ARQ for {to}"),
+                    ),
+                    CallEvent::Admitted { dest, routed } => (
+                        "gatekeeper".to_string(),
+                        phone.clone(),
+                        format!(
+                            "ACF destCallSignalAddress {} {}",
+                            dest.map_or_else(|| "(none)".to_string(), |d| d.to_string()),
+                            if *routed {
+                                "gatekeeperRouted"
+                            } else {
+                                "direct"
+                            }
+                        ),
+                    ),
+                    CallEvent::SetupWritten { to } => {
+                        (phone.clone(), to.to_string(), "Q.931 Setup".to_string())
+                    }
+                    CallEvent::SetupRead { from, .. } => {
+                        (from.to_string(), phone.clone(), "Q.931 Setup".to_string())
+                    }
+                    CallEvent::Proceeding => (
+                        examinee.name.clone(),
+                        phone.clone(),
+                        "Q.931 Call Proceeding".to_string(),
+                    ),
+                    CallEvent::Alerting => (
+                        examinee.name.clone(),
+                        phone.clone(),
+                        "Q.931 Alerting".to_string(),
+                    ),
+                    CallEvent::Connected if placed => (
+                        examinee.name.clone(),
+                        phone.clone(),
+                        "Q.931 Connect".to_string(),
+                    ),
+                    CallEvent::Connected => (
+                        phone.clone(),
+                        examinee.name.clone(),
+                        "Q.931 Alerting, Connect".to_string(),
+                    ),
+                    CallEvent::Released {
+                        by_peer: true,
+                        cause,
+                    } => (
+                        examinee.name.clone(),
+                        phone.clone(),
+                        format!("Q.931 Release Complete ({cause})"),
+                    ),
+                    CallEvent::Released {
+                        by_peer: false,
+                        cause,
+                    } => (
+                        phone.clone(),
+                        examinee.name.clone(),
+                        format!("Q.931 Release Complete ({cause})"),
+                    ),
+                    CallEvent::Failed { why } => {
+                        (phone.clone(), String::new(), format!("call failed: {why}"))
+                    }
+                    CallEvent::Disengaging => {
+                        (phone.clone(), "gatekeeper".to_string(), "DRQ".to_string())
+                    }
+                };
+                out.push(Evidence {
+                    at_s: (at.as_secs_f64() * 1000.0).round() / 1000.0,
+                    from,
+                    to,
+                    message: format!("{message} (callIdentifier {})", describe_call_id(&call_id)),
+                });
+            }
+        }
+        out
+    }
+
+    /// `call-in`: the exam's phone called the endpoint.
+    pub(super) fn call_in(
+        &self,
+        running: &Running,
+        seen: &[&Sighting],
+        deadline: bool,
+    ) -> Option<(Verdict, String)> {
+        let call_id = running.call_id?;
+        let heard = self.heard.get(&call_id).cloned().unwrap_or_default();
+        let moments = Moments::of(&heard);
+        let arq = seen.iter().find(|s| {
+            s.direction == Direction::In && s.is_answer_arq() && s.call_id() == Some(call_id)
+        });
+        let admitted = arq.and_then(|arq| {
+            seen.iter().find(|s| {
+                s.direction == Direction::Out
+                    && matches!(s.kind(), MessageKind::Acf | MessageKind::Arj)
+                    && s.seq() == arq.seq()
+            })
+        });
+        let setup_at = moments.setup_written.unwrap_or(running.started);
+        let asked = match (arq, admitted) {
+            (Some(arq), Some(answer)) => format!(
+                "ARQ answerCall seq {}, answered {}",
+                arq.seq(),
+                answer.kind().short_name()
+            ),
+            (Some(arq), None) => format!("ARQ answerCall seq {}", arq.seq()),
+            (None, _) => "no ARQ answerCall for the call".to_string(),
+        };
+        if moments.connected.is_none() {
+            if let Some((_, why)) = moments.failed {
+                let gatekeeper_side = why.starts_with("ARJ")
+                    || why.contains("not registered")
+                    || why.contains("as many calls")
+                    || (why.starts_with("no connection") && moments.routed == Some(true));
+                return Some(if gatekeeper_side {
+                    (
+                        Verdict::Skipped,
+                        format!("the exam's phone could not place its call: {why}"),
+                    )
+                } else if why.starts_with("no connection") {
+                    (
+                        Verdict::Fail,
+                        format!("the exam's phone could not reach its callSignalAddress: {why}"),
+                    )
+                } else {
+                    (Verdict::Fail, format!("it did not answer: {why}; {asked}"))
+                });
+            }
+            if let Some((at, _, cause)) = moments.released {
+                return Some((
+                    Verdict::Fail,
+                    format!(
+                        "it refused the call {} after the Setup: Release Complete ({cause}); {asked}",
+                        secs(at.saturating_sub(setup_at))
+                    ),
+                ));
+            }
+            return deadline.then(|| {
+                (
+                    Verdict::Fail,
+                    format!(
+                        "the call was not answered within the step's {} s; {asked}",
+                        running.step.wait.as_secs()
+                    ),
+                )
+            });
+        }
+        let connected = moments.connected.unwrap_or_default();
+        let Some((released_at, by_peer, _)) = moments.released else {
+            return deadline.then(|| {
+                (
+                    Verdict::Fail,
+                    format!(
+                        "the call was connected but not over within the step's {} s",
+                        running.step.wait.as_secs()
+                    ),
+                )
+            });
+        };
+        if arq.is_none() {
+            if !deadline && self.now < released_at + LAG {
+                return None;
+            }
+            return Some((
+                Verdict::Fail,
+                "it answered (Connect) without asking the gatekeeper: no ARQ with answerCall TRUE \
+                 and the call's callIdentifier"
+                    .to_string(),
+            ));
+        }
+        let alerting = heard.iter().any(|(_, e)| *e == CallEvent::Alerting);
+        let releaser = releaser(by_peer);
+        let drq = drq_of(seen, call_id);
+        match drq {
+            Some(drq) => Some((
+                Verdict::Pass,
+                format!(
+                    "{asked}; {}Connect {} after the Setup; {releaser}; DRQ seq {} with the \
+                     callIdentifier {} after the release",
+                    if alerting { "Alerting, " } else { "" },
+                    secs(connected.saturating_sub(setup_at)),
+                    drq.seq(),
+                    secs(drq.at.saturating_sub(released_at))
+                ),
+            )),
+            None => (deadline || self.now >= released_at + DRQ_WITHIN).then(|| {
+                (
+                    Verdict::Fail,
+                    format!(
+                        "{asked}; Connect {} after the Setup; {releaser}, and no DRQ with the \
+                         call's callIdentifier followed within {} s",
+                        secs(connected.saturating_sub(setup_at)),
+                        DRQ_WITHIN.as_secs()
+                    ),
+                )
+            }),
+        }
+    }
+
+    /// `call-out`: the endpoint called the exam's phone (its tester, or its own script,
+    /// placed the call).
+    pub(super) fn call_out(
+        &self,
+        examinee: &Examinee,
+        running: &Running,
+        seen: &[&Sighting],
+        deadline: bool,
+    ) -> Option<(Verdict, String)> {
+        let partner = self.partner.as_ref()?;
+        // Its ARQs for a call to the exam's phone.
+        let arqs: Vec<&&Sighting> = seen
+            .iter()
+            .filter(|s| {
+                s.direction == Direction::In && s.kind() == MessageKind::Arq && !s.is_answer_arq()
+            })
+            .filter(|s| match &s.message {
+                RasMessage::admissionRequest(arq) => {
+                    alias_texts(arq.destination_info.as_deref()).contains(&partner.alias)
+                }
+                _ => false,
+            })
+            .collect();
+        // Setups the exam's phone read from it since the step began.
+        let setups: Vec<([u8; 16], Duration, std::net::SocketAddr)> = self
+            .heard
+            .iter()
+            .filter_map(|(call_id, heard)| {
+                heard.iter().find_map(|(at, e)| match e {
+                    CallEvent::SetupRead { from, caller }
+                        if *at >= running.started
+                            && (caller.iter().any(|c| examinee.aliases.contains(c))
+                                || arqs.iter().any(|a| a.call_id() == Some(*call_id))) =>
+                    {
+                        Some((*call_id, *at, *from))
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        let wait = running.step.wait.as_secs();
+        let Some(&(call_id, setup_at, from)) = setups.iter().min_by_key(|s| s.1) else {
+            let Some(arq) = arqs.first() else {
+                return deadline.then(|| {
+                    (
+                        Verdict::Skipped,
+                        format!(
+                            "no call to {} came from it within {wait} s (the exam asked for one: \
+                             place it from the endpoint, or let its own script do)",
+                            partner.alias
+                        ),
+                    )
+                });
+            };
+            let answer = seen.iter().find(|s| {
+                s.direction == Direction::Out
+                    && matches!(s.kind(), MessageKind::Acf | MessageKind::Arj)
+                    && s.seq() == arq.seq()
+            });
+            return match answer {
+                Some(arj) if arj.kind() == MessageKind::Arj => Some((
+                    Verdict::Skipped,
+                    format!(
+                        "the gatekeeper refused its call to {}: {}",
+                        partner.alias,
+                        super::super::sighting::describe(&arj.message)
+                    ),
+                )),
+                Some(acf) => deadline.then(|| {
+                    let dest = acf.acf_dest().and_then(|(d, _)| d);
+                    (
+                        Verdict::Fail,
+                        format!(
+                            "its ARQ seq {} was confirmed (ACF to {}), but no Setup reached the \
+                             exam's phone within {wait} s",
+                            arq.seq(),
+                            dest.map_or_else(|| "(none)".to_string(), |d| d.to_string())
+                        ),
+                    )
+                }),
+                None => deadline.then(|| {
+                    (
+                        Verdict::Skipped,
+                        format!(
+                            "its ARQ seq {} got no answer from the gatekeeper",
+                            arq.seq()
+                        ),
+                    )
+                }),
+            };
+        };
+        let settled = deadline || self.now >= setup_at + LAG;
+        let Some(arq) = arqs.iter().find(|a| a.call_id() == Some(call_id)) else {
+            if !settled {
+                return None;
+            }
+            return Some((
+                Verdict::Fail,
+                match arqs.first().and_then(|a| a.call_id()) {
+                    Some(other) => format!(
+                        "its Setup's callIdentifier {} is not its ARQ's {}",
+                        describe_call_id(&call_id),
+                        describe_call_id(&other)
+                    ),
+                    None => "it placed the call without asking the gatekeeper: no ARQ before its \
+                             Setup"
+                        .to_string(),
+                },
+            ));
+        };
+        let acf = seen.iter().find(|s| {
+            s.direction == Direction::Out && s.kind() == MessageKind::Acf && s.seq() == arq.seq()
+        });
+        let Some((dest, routed)) = acf.and_then(|acf| acf.acf_dest()) else {
+            if !settled {
+                return None;
+            }
+            return Some((
+                Verdict::Fail,
+                format!(
+                    "its Setup reached the exam's phone, but its ARQ seq {} was not confirmed",
+                    arq.seq()
+                ),
+            ));
+        };
+        let dest_text = dest.map_or_else(|| "(none)".to_string(), |d| d.to_string());
+        // Routed: the gatekeeper says on which C-LAN the Setup arrived.
+        let arrived = examinee.happenings.iter().find_map(|(at, h)| match h {
+            super::Happening::CallSetup { clan, .. } if *at >= running.started => {
+                Some(clan.clone())
+            }
+            _ => None,
+        });
+        let named = dest.and_then(|d| self.topology.clan_of_ip(d.ip()));
+        let path = if routed {
+            if arrived.is_none() && !settled {
+                return None;
+            }
+            match (arrived, named) {
+                (Some(arrived), Some(named)) if arrived != self.topology.clans[named].name => {
+                    return Some((
+                        Verdict::Fail,
+                        format!(
+                            "its ACF named {dest_text} ({}), but its Setup arrived at {arrived}",
+                            self.topology.clans[named].name
+                        ),
+                    ))
+                }
+                (Some(arrived), _) => {
+                    format!("its Setup arrived at {arrived} ({dest_text}), where the ACF sent it (gatekeeperRouted)")
+                }
+                (None, _) => match self.topology.clan_of_ip(from.ip()) {
+                Some(clan) => format!(
+                    "its Setup went to {dest_text}, as the ACF said (gatekeeperRouted), and reached \
+                     the exam's phone through {}",
+                    self.topology.clans[clan].name
+                ),
+                None => {
+                    return Some((
+                        Verdict::Fail,
+                        format!(
+                            "its ACF said gatekeeperRouted to {dest_text}, but its Setup came \
+                             straight from {from}, not through the gatekeeper"
+                        ),
+                    ))
+                }
+                },
+            }
+        } else if dest == Some(partner.call_signal_address) {
+            format!("its Setup went to {dest_text}, the ACF's destCallSignalAddress")
+        } else {
+            return Some((
+                Verdict::Fail,
+                format!(
+                    "its ACF named {dest_text}, but its Setup reached the exam's phone at {} \
+                     instead",
+                    partner.call_signal_address
+                ),
+            ));
+        };
+        let heard = self.heard.get(&call_id).cloned().unwrap_or_default();
+        let moments = Moments::of(&heard);
+        let Some((released_at, by_peer, _)) = moments
+            .released
+            .or_else(|| moments.failed.map(|(at, why)| (at, false, why)))
+        else {
+            return deadline.then(|| {
+                (
+                    Verdict::Fail,
+                    format!("{path}; the call was not over within the step's {wait} s"),
+                )
+            });
+        };
+        let releaser = releaser(by_peer);
+        let drq = drq_of(seen, call_id);
+        match drq {
+            Some(drq) => Some((
+                Verdict::Pass,
+                format!(
+                    "ARQ seq {} for {}, confirmed; {} after it, {path}; {releaser}; DRQ seq {} \
+                     with the callIdentifier {} after the release",
+                    arq.seq(),
+                    partner.alias,
+                    secs(setup_at.saturating_sub(arq.at)),
+                    drq.seq(),
+                    secs(drq.at.saturating_sub(released_at))
+                ),
+            )),
+            None => (deadline || self.now >= released_at + DRQ_WITHIN).then(|| {
+                (
+                    Verdict::Fail,
+                    format!(
+                        "ARQ seq {}, ACF; {path}; {releaser}, and no DRQ with the call's \
+                         callIdentifier followed within {} s",
+                        arq.seq(),
+                        DRQ_WITHIN.as_secs()
+                    ),
+                )
+            }),
+        }
+    }
+}
