@@ -86,6 +86,17 @@ fn releaser(by_peer: bool) -> &'static str {
     }
 }
 
+/// The endpoint's full RRQ between `from` and `to`, if it registered again then.
+fn registered_during<'a>(
+    seen: &[&'a Sighting],
+    from: Duration,
+    to: Duration,
+) -> Option<&'a Sighting> {
+    seen.iter()
+        .copied()
+        .find(|s| s.direction == Direction::In && s.is_full_rrq() && s.at >= from && s.at <= to)
+}
+
 /// The endpoint's DRQ for the call `call_id`.
 fn drq_of<'a>(seen: &[&'a Sighting], call_id: [u8; 16]) -> Option<&'a Sighting> {
     seen.iter().copied().find(|s| {
@@ -257,6 +268,21 @@ impl Engine {
                 });
             }
             if let Some((at, _, cause)) = moments.released {
+                if !deadline && self.now < at + LAG {
+                    return None;
+                }
+                if let Some(again) = registered_during(seen, setup_at, at) {
+                    return Some((
+                        Verdict::Skipped,
+                        format!(
+                            "the call ended ({cause}) before it was answered, {} after the \
+                             endpoint registered again (full RRQ seq {}): a registration's \
+                             calls end with it (docs/rules.md §8.7); {asked}",
+                            secs(at.saturating_sub(again.at)),
+                            again.seq()
+                        ),
+                    ));
+                }
                 return Some((
                     Verdict::Fail,
                     format!(
@@ -396,14 +422,33 @@ impl Engine {
                     ),
                 )),
                 Some(acf) => deadline.then(|| {
-                    let dest = acf.acf_dest().and_then(|(d, _)| d);
+                    let (dest, routed) = acf.acf_dest().unwrap_or((None, false));
+                    let dest = dest.map_or_else(|| "(none)".to_string(), |d| d.to_string());
+                    let arrived = examinee.happenings.iter().any(|(at, h)| {
+                        *at >= running.started && matches!(h, super::Happening::CallSetup { .. })
+                    });
+                    let why = match (routed, arrived) {
+                        (true, true) => {
+                            " (the gatekeeper took its Setup, but the call did not \
+                                         reach the exam's phone)"
+                        }
+                        // docs/rules.md §8.7: a call connection is taken only from the
+                        // caller's RAS or call signalling IP.
+                        (true, false) => {
+                            " (and no Setup of its arrived at a C-LAN: the \
+                                          gatekeeper takes a call connection only from the \
+                                          endpoint's RAS or call signalling IP, docs/rules.md \
+                                          §8.7; on loopback the system may give its connection \
+                                          another source address)"
+                        }
+                        _ => "",
+                    };
                     (
                         Verdict::Fail,
                         format!(
-                            "its ARQ seq {} was confirmed (ACF to {}), but no Setup reached the \
-                             exam's phone within {wait} s",
+                            "its ARQ seq {} was confirmed (ACF to {dest}), but no Setup reached \
+                             the exam's phone within {wait} s{why}",
                             arq.seq(),
-                            dest.map_or_else(|| "(none)".to_string(), |d| d.to_string())
                         ),
                     )
                 }),

@@ -242,6 +242,9 @@ struct Shared {
     since: Duration,
 }
 
+/// A call step waits for its endpoint's last full RRQ to be this old.
+const CALM: Duration = Duration::from_secs(5);
+
 /// How long a shared step waits between rounds, and before its first.
 const SETTLE: Duration = Duration::from_secs(1);
 
@@ -916,6 +919,21 @@ impl Engine {
                 examinee.graded.push(Graded::skipped(step.check, why));
                 examinee.step += 1;
                 continue;
+            }
+            // A call goes to an endpoint that has settled: one still moving between C-LANs
+            // after the last step (its full RRQs) would end the call by registering again.
+            if id == "call-in" || id == "call-out" {
+                let last_full = examinee
+                    .history
+                    .iter()
+                    .rev()
+                    .find(|s| s.direction == Direction::In && s.is_full_rrq())
+                    .map(|s| s.at);
+                let since = *examinee.waiting_since.get_or_insert(now);
+                let settled = last_full.is_none_or(|at| now.saturating_sub(at) >= CALM);
+                if !settled && now.saturating_sub(since) < registration_wait {
+                    return;
+                }
             }
             examinee.waiting_since = None;
             self.start(index, step);

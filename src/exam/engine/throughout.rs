@@ -170,8 +170,9 @@ impl Engine {
                     check,
                     Verdict::Fail,
                     format!(
-                        "a TTS phone: it declined the gatekeeper's socket {declined} times \
-                         ({established} established)"
+                        "a TTS phone: it declined the gatekeeper's socket {} \
+                         ({established} established)",
+                        times(declined)
                     ),
                     evidence,
                 );
@@ -187,8 +188,10 @@ impl Engine {
             "it opened no signalling connection to its C-LAN while registered (a standard \
              endpoint opens one only for a call)"
                 .to_string()
+        } else if established == 1 {
+            "it opened a signalling connection to its C-LAN once".to_string()
         } else {
-            format!("it opened {established} signalling connections to its C-LAN")
+            format!("it opened a signalling connection to its C-LAN {established} times")
         };
         Graded::of(check, Verdict::Pass, said, evidence)
     }
@@ -347,4 +350,13 @@ fn security_denial(message: &RasMessage) -> bool {
         _ => return false,
     };
     reason.starts_with("security")
+}
+
+/// "once", "2 times".
+fn times(n: usize) -> String {
+    if n == 1 {
+        "once".to_string()
+    } else {
+        format!("{n} times")
+    }
 }
