@@ -61,6 +61,10 @@ pub const PARTNER_HOLD: Duration = Duration::from_secs(2);
 /// before the call steps.
 pub const PARTNER_KEEP_ALIVE_SHARE: f64 = 0.2;
 
+/// The calls the exam's phone takes part in at once: two for each of the most endpoints an
+/// exam simulates, and room for real ones.
+pub const PARTNER_MAX_CALLS: usize = 2 * MOST + 64;
+
 /// How long the exam's phone waits for the endpoint to answer (a desk phone may ring for
 /// a person to pick it up; `call-in` waits 30 s in the built-in drill).
 pub const PARTNER_CONNECT_WITHIN: Duration = Duration::from_secs(25);
@@ -140,6 +144,8 @@ impl Simulation {
         discovery: SocketAddr,
         heard: Heard,
     ) -> std::io::Result<Simulation> {
+        // Each phone holds a UDP socket, a listener and its calls' connections.
+        let _ = crate::sockets::raise_open_file_limit();
         let stop = Arc::new(AtomicBool::new(false));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -253,6 +259,8 @@ impl LivePhone {
             sim.answered_hold = Some(PARTNER_HOLD);
             sim.connect_within = PARTNER_CONNECT_WITHIN;
             sim.keep_alive_share = PARTNER_KEEP_ALIVE_SHARE;
+            // Every endpoint examined may call it and be called by it at once.
+            sim.max_calls = PARTNER_MAX_CALLS;
         }
         LivePhone {
             sim,

@@ -15,8 +15,9 @@
 //! A phone that declines TTS closes every connection it accepted that carries no Setup
 //! within [`DECLINE_AFTER`] (or whose first message is something else), as H323Plus closes a
 //! connection whose first PDU is no Setup (docs/rules.md §8.6): it still answers calls.
-//! Nothing a peer sends panics or grows memory without bound: at most [`MAX_CALLS`] calls
-//! and [`MAX_CONNECTIONS`] connections, frames of at most 65,535 octets.
+//! Nothing a peer sends panics or grows memory without bound: at most
+//! [`SimulatedPhone::max_calls`] calls ([`MAX_CALLS`] unless set) and twice as many
+//! connections, frames of at most 65,535 octets.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -34,11 +35,10 @@ use super::{Asking, Misbehaviour, Outgoing, SimulatedPhone};
 /// long.
 pub const DECLINE_AFTER: Duration = Duration::from_secs(1);
 
-/// The most calls a phone takes part in at once; a Setup beyond them gets Release Complete.
+/// The most calls a phone takes part in at once unless told otherwise
+/// ([`SimulatedPhone::max_calls`]); a Setup beyond them gets Release Complete. It holds at
+/// most twice as many connections; one accepted beyond them is closed.
 pub const MAX_CALLS: usize = 16;
-
-/// The most connections a phone holds at once; one accepted beyond them is closed.
-pub const MAX_CONNECTIONS: usize = 32;
 
 /// How long a phone holds a call it placed after its Connect, unless told otherwise.
 pub const HOLD: Duration = Duration::from_secs(5);
@@ -274,7 +274,7 @@ impl SimulatedPhone {
             );
             return Vec::new();
         };
-        if self.calls.legs.len() >= MAX_CALLS || self.calls.leg(call_id).is_some() {
+        if self.calls.legs.len() >= self.max_calls || self.calls.leg(call_id).is_some() {
             self.calls.note(
                 now,
                 call_id,
@@ -327,7 +327,7 @@ impl SimulatedPhone {
                 carried_setup: false,
             },
         );
-        if self.calls.wires.len() > MAX_CONNECTIONS {
+        if self.calls.wires.len() > 2 * self.max_calls {
             self.calls.close(connection);
         }
         connection
@@ -558,7 +558,7 @@ impl SimulatedPhone {
         let call_id = facts.call_identifier.unwrap_or_default();
         let registered = self.gatekeeper.filter(|_| self.registered);
         if registered.is_none()
-            || self.calls.legs.len() >= MAX_CALLS
+            || self.calls.legs.len() >= self.max_calls
             || self.calls.leg(call_id).is_some()
         {
             let release =
@@ -889,7 +889,7 @@ mod tests {
             }
             sim.tick(now + Duration::from_secs(60));
             prop_assert!(sim.calls().len() <= MAX_CALLS);
-            prop_assert!(sim.calls.wires.len() <= MAX_CONNECTIONS);
+            prop_assert!(sim.calls.wires.len() <= 2 * MAX_CALLS);
         }
     }
 }

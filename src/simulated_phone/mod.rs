@@ -17,9 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::phone::{Answer, Phone};
 
-pub use calls::{
-    CallEvent, CallNote, Connection, Signal, DECLINE_AFTER, HOLD, MAX_CALLS, MAX_CONNECTIONS,
-};
+pub use calls::{CallEvent, CallNote, Connection, Signal, DECLINE_AFTER, HOLD, MAX_CALLS};
 
 /// How long a request waits for its answer before it is sent again. H.225.0's default RAS
 /// timeout is longer (a few seconds); a short one keeps an exam short, and nothing in the
@@ -149,6 +147,8 @@ pub struct SimulatedPhone {
     pub answered_hold: Option<Duration>,
     /// A call it placed not connected this long after its Setup is given up.
     pub connect_within: Duration,
+    /// The most calls it takes part in at once (it holds twice as many connections).
+    pub max_calls: usize,
     /// Its keep-alive goes out this share of the time to live after the last (the exam's
     /// phone keeps alive more often, so that it learns of a gatekeeper restart soon).
     pub keep_alive_share: f64,
@@ -175,6 +175,7 @@ impl SimulatedPhone {
             answered_hold: None,
             connect_within: crate::phone_timing::NO_CONNECT,
             keep_alive_share: KEEP_ALIVE_AT,
+            max_calls: MAX_CALLS,
         }
     }
 

@@ -23,6 +23,21 @@ pub(super) const DRQ_WITHIN: Duration = Duration::from_secs(6);
 /// absence counts.
 pub(super) const LAG: Duration = Duration::from_secs(2);
 
+/// A routed call as the gatekeeper's events tell it.
+#[derive(Debug, Clone)]
+pub(super) struct Routed {
+    /// When its Setup arrived.
+    pub(super) at: Duration,
+    /// The caller's `endpointIdentifier`.
+    pub(super) caller: String,
+    /// The callee's.
+    pub(super) callee: String,
+    /// The C-LAN the Setup arrived on.
+    pub(super) clan: String,
+    /// When it ended, and why.
+    pub(super) ended: Option<(Duration, String)>,
+}
+
 /// What the exam's phone heard of one call, in order.
 pub(super) type Heard = Vec<(Duration, CallEvent)>;
 
@@ -105,6 +120,16 @@ fn drq_of<'a>(seen: &[&'a Sighting], call_id: [u8; 16]) -> Option<&'a Sighting> 
 }
 
 impl Engine {
+    /// The C-LAN a routed call's Setup of the endpoint's arrived at, since `since`.
+    fn routed_by(&self, examinee: &Examinee, since: Duration) -> Option<String> {
+        let id = examinee.endpoint_id.as_deref()?;
+        self.routed
+            .values()
+            .filter(|r| r.caller == id && r.at >= since)
+            .min_by_key(|r| r.at)
+            .map(|r| r.clan.clone())
+    }
+
     /// What the exam's phone heard of the call `call_id`.
     pub(super) fn heard_of(&self, call_id: [u8; 16]) -> &[(Duration, CallEvent)] {
         self.heard.get(&call_id).map_or(&[], Vec::as_slice)
@@ -220,6 +245,7 @@ impl Engine {
     /// `call-in`: the exam's phone called the endpoint.
     pub(super) fn call_in(
         &self,
+        examinee: &Examinee,
         running: &Running,
         seen: &[&Sighting],
         deadline: bool,
@@ -270,6 +296,24 @@ impl Engine {
             if let Some((at, _, cause)) = moments.released {
                 if !deadline && self.now < at + LAG {
                     return None;
+                }
+                // Routed: the gatekeeper says why the call ended; only the endpoint's own
+                // Release Complete is its refusal.
+                let ended = examinee.endpoint_id.as_deref().and_then(|id| {
+                    self.routed
+                        .values()
+                        .filter(|r| r.callee == id && r.at + LAG >= setup_at)
+                        .find_map(|r| r.ended.clone())
+                });
+                if let Some((_, reason)) = ended.filter(|(_, r)| r != "callee_released") {
+                    return Some((
+                        Verdict::Skipped,
+                        format!(
+                            "the gatekeeper ended the call ({reason}) before it was answered, \
+                             {} after the Setup: not the endpoint's doing; {asked}",
+                            secs(at.saturating_sub(setup_at))
+                        ),
+                    ));
                 }
                 if let Some(again) = registered_during(seen, setup_at, at) {
                     return Some((
@@ -424,9 +468,7 @@ impl Engine {
                 Some(acf) => deadline.then(|| {
                     let (dest, routed) = acf.acf_dest().unwrap_or((None, false));
                     let dest = dest.map_or_else(|| "(none)".to_string(), |d| d.to_string());
-                    let arrived = examinee.happenings.iter().any(|(at, h)| {
-                        *at >= running.started && matches!(h, super::Happening::CallSetup { .. })
-                    });
+                    let arrived = self.routed_by(examinee, running.started).is_some();
                     let why = match (routed, arrived) {
                         (true, true) => {
                             " (the gatekeeper took its Setup, but the call did not \
@@ -499,12 +541,7 @@ impl Engine {
         };
         let dest_text = dest.map_or_else(|| "(none)".to_string(), |d| d.to_string());
         // Routed: the gatekeeper says on which C-LAN the Setup arrived.
-        let arrived = examinee.happenings.iter().find_map(|(at, h)| match h {
-            super::Happening::CallSetup { clan, .. } if *at >= running.started => {
-                Some(clan.clone())
-            }
-            _ => None,
-        });
+        let arrived = self.routed_by(examinee, running.started);
         let named = dest.and_then(|d| self.topology.clan_of_ip(d.ip()));
         let path = if routed {
             if arrived.is_none() && !settled {

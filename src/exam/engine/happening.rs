@@ -38,12 +38,23 @@ pub enum Happening {
         /// Why (`declined`, `peer_closed`, …).
         reason: String,
     },
-    /// Routed calls: a Setup of its arrived on a C-LAN and made a call.
+    /// Routed calls: a Setup arrived on a C-LAN and made a call.
     CallSetup {
-        /// Its `endpointIdentifier` (the caller's).
+        /// The caller's `endpointIdentifier`.
         endpoint_id: String,
+        /// The callee's.
+        callee: String,
+        /// The call's number in `/api/calls`.
+        call: u64,
         /// The C-LAN the Setup arrived on.
         clan: String,
+    },
+    /// Routed calls: the call ended, and why (`callee_released`, `unreachable`, …).
+    CallEnded {
+        /// The call's number.
+        call: u64,
+        /// Why, as `/metrics` names it.
+        reason: String,
     },
 }
 
@@ -56,17 +67,30 @@ impl Happening {
             | Happening::SocketEstablished { endpoint_id, .. }
             | Happening::SocketClosed { endpoint_id, .. }
             | Happening::CallSetup { endpoint_id, .. } => endpoint_id,
+            Happening::CallEnded { .. } => "",
         }
     }
 
     /// The happening of one `/api/events` event (its JSON), if it is one the exam reads.
     pub fn from_json(event: &serde_json::Value) -> Option<Happening> {
         let text = |key: &str| event.get(key).and_then(|v| v.as_str()).map(str::to_string);
-        if event.get("type")?.as_str()? == "call_setup" {
-            return Some(Happening::CallSetup {
-                endpoint_id: text("caller")?,
-                clan: text("clan")?,
-            });
+        let number = |key: &str| event.get(key).and_then(|v| v.as_u64());
+        match event.get("type")?.as_str()? {
+            "call_setup" => {
+                return Some(Happening::CallSetup {
+                    endpoint_id: text("caller")?,
+                    callee: text("callee")?,
+                    call: number("call")?,
+                    clan: text("clan")?,
+                })
+            }
+            "call_ended" => {
+                return Some(Happening::CallEnded {
+                    call: number("call")?,
+                    reason: text("reason")?,
+                })
+            }
+            _ => {}
         }
         let endpoint_id = text("endpoint_id")?;
         match event.get("type")?.as_str()? {

@@ -282,6 +282,8 @@ pub struct Engine {
     heard: HashMap<[u8; 16], calls::Heard>,
     /// The calls heard of, oldest first (at most [`CALLS_HEARD`]).
     heard_order: std::collections::VecDeque<[u8; 16]>,
+    /// Routed calls the gatekeeper told of, by number.
+    routed: HashMap<u64, calls::Routed>,
     /// The calls' `callIdentifier`s come from this, and a count.
     call_seed: u64,
     calls_placed: u64,
@@ -309,6 +311,7 @@ impl Engine {
             partner: None,
             heard: HashMap::new(),
             heard_order: std::collections::VecDeque::new(),
+            routed: HashMap::new(),
             call_seed: 0,
             calls_placed: 0,
         }
@@ -417,6 +420,38 @@ impl Engine {
     /// An event of the gatekeeper's.
     pub fn happened(&mut self, at: Duration, happening: Happening) -> Vec<Action> {
         self.now = self.now.max(at);
+        // Routed calls are kept by their number: the exam's phone's calls have it on one
+        // side, the endpoint on the other.
+        match &happening {
+            Happening::CallSetup {
+                endpoint_id,
+                callee,
+                call,
+                clan,
+            } => {
+                if self.routed.len() >= CALLS_HEARD {
+                    self.routed.clear();
+                }
+                self.routed.insert(
+                    *call,
+                    calls::Routed {
+                        at,
+                        caller: endpoint_id.clone(),
+                        callee: callee.clone(),
+                        clan: clan.clone(),
+                        ended: None,
+                    },
+                );
+                return self.advance();
+            }
+            Happening::CallEnded { call, reason } => {
+                if let Some(routed) = self.routed.get_mut(call) {
+                    routed.ended = Some((at, reason.clone()));
+                }
+                return self.advance();
+            }
+            _ => {}
+        }
         let id = happening.endpoint_id().to_string();
         // Endpoint identifiers are used again once free (after a registration lapsed, or a
         // restart): a registration's event belongs to the endpoint whose RCF names it, which

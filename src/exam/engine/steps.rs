@@ -24,7 +24,7 @@ impl Engine {
         let from_start = |s: &Sighting| (s.at.saturating_sub(running.started)).as_secs_f64();
         match running.step.check.id {
             "keep-alive" => self.keep_alive(examinee, running, &seen, deadline),
-            "call-in" => self.call_in(running, &seen, deadline),
+            "call-in" => self.call_in(examinee, running, &seen, deadline),
             "call-out" => self.call_out(examinee, running, &seen, deadline),
             "retransmission" => {
                 let first = seen
