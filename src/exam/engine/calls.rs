@@ -479,9 +479,9 @@ impl Engine {
                         (true, false) => {
                             " (and no Setup of its arrived at a C-LAN: the \
                                           gatekeeper takes a call connection only from the \
-                                          endpoint's RAS or call signalling IP, docs/rules.md \
-                                          §8.7; on loopback the system may give its connection \
-                                          another source address)"
+                                          endpoint's RAS or call signalling IP, \
+                                          docs/rules.md §8.7; on loopback the system may give \
+                                          its connection another source address)"
                         }
                         _ => "",
                     };
