@@ -84,7 +84,19 @@ impl CoreLab {
 
     /// GRQ, RRQ where the GCF says.
     fn register(&mut self, extension: u32, ras_address: &str) -> Station {
+        self.register_asking(extension, ras_address, false)
+    }
+
+    /// GRQ, RRQ where the GCF says; `service_frame`: the RRQ asks for it, so that the phone
+    /// holds its socket for its registration (as rasgk's own phones and Avaya's do).
+    fn register_asking(
+        &mut self,
+        extension: u32,
+        ras_address: &str,
+        service_frame: bool,
+    ) -> Station {
         let mut phone = Phone::extension(extension, addr(ras_address));
+        phone.service_frame = service_frame;
         let signal = self.register_at(addr(DISCOVERY), &mut phone);
         Station {
             phone,
@@ -392,6 +404,57 @@ fn a_callee_without_a_socket_gets_a_connection_from_its_clan_carrying_the_setup_
 }
 
 #[test]
+fn a_standard_endpoint_busy_with_its_own_call_gets_a_second_call_on_a_connection_of_its_own() {
+    let mut lab = Lab::new(&topology(""));
+    let a = lab.phone(6001, "127.1.0.1:1719");
+    // B, a standard endpoint: the connection it opened to place its call to A is its
+    // socket while it lasts.
+    let mut b = lab.phone(6002, "127.1.0.2:1719");
+    let mut c = lab.phone(6003, "127.1.0.3:1719");
+    let (ca, cb, cc) = (a.socket.unwrap(), b.socket.unwrap(), c.socket.unwrap());
+    lab.arq(&mut b, 6001, guid(1));
+    lab.send(cb, &setup(&b, 6001, 9, guid(1)));
+    let out = lab.commands();
+    assert_eq!(written(&out, ca)[0].0, MessageType::Setup);
+    // C calls B while B's call runs: nothing on B's connection (its Setup said
+    // multipleCalls FALSE), no connection yet.
+    lab.arq(&mut c, 6002, guid(2));
+    lab.send(cc, &setup(&c, 6002, 4, guid(2)));
+    let out = lab.commands();
+    assert!(written(&out, cb).is_empty(), "{out:?}");
+    assert!(
+        !out.iter().any(|c| matches!(c, Command::Connect { .. })),
+        "{out:?}"
+    );
+    assert_eq!(lab.calls().len(), 2);
+    // B's call ends and B closes its connection: C's call gets one of its own from B's
+    // C-LAN, its Setup first.
+    lab.send(
+        cb,
+        &q931::release_complete(
+            CallReference::from_originator(9),
+            Some(guid(1)),
+            q931::Release::NormalClearing,
+        ),
+    );
+    lab.gatekeeper.closed(lab.now, cb, Closing::Fin);
+    let out = lab.commands();
+    let (id, to) = out
+        .iter()
+        .find_map(|c| match c {
+            Command::Connect { id, to, .. } => Some((*id, *to)),
+            _ => None,
+        })
+        .expect("a connection to B for C's call");
+    assert_eq!(to, b.phone.call_signal_address);
+    lab.gatekeeper.connected(lab.now, id);
+    let out = lab.commands();
+    assert_eq!(written(&out, id)[0].0, MessageType::Setup);
+    let calls = lab.calls();
+    assert_eq!(calls.len(), 1, "C's call goes on: {calls:?}");
+}
+
+#[test]
 fn a_destination_nobody_registered_is_released_called_party_not_registered() {
     let mut lab = Lab::new(&topology(""));
     let a = lab.phone(6001, "127.1.0.1:1719");
@@ -582,7 +645,9 @@ fn two_phones_behind_one_ip_are_told_apart_by_what_the_setup_says() {
 fn bad_input_on_the_relay_is_answered_or_closed_and_counted() {
     let mut lab = Lab::new(&topology("").replace("max_sockets = 4", "max_sockets = 40"));
     let mut a = lab.phone(6001, "127.1.0.1:1719");
-    let b = lab.phone(6002, "127.1.0.2:1719");
+    // B holds its socket for its registration: its calls share it.
+    let mut b = lab.register_asking(6002, "127.1.0.2:1719", true);
+    lab.connect(&mut b);
     let (ca, cb) = (a.socket.unwrap(), b.socket.unwrap());
 
     // Not Q.931 at all: counted, dropped.

@@ -338,6 +338,9 @@ pub(super) struct Relay {
     pub of_phone: HashMap<u64, BTreeSet<CallNo>>,
     /// Calls waiting for a phone's socket (or a connection opened for them) to come up.
     pub waiting_for: HashMap<u64, Vec<CallNo>>,
+    /// Calls to a standard endpoint whose only connection carries a call already: they
+    /// wait for it to close, then get a connection of their own (docs/rules.md §8.7).
+    pub busy_for: HashMap<u64, Vec<CallNo>>,
     /// Connections beyond the phones' sockets.
     pub connections: HashMap<ConnectionId, CallConnection>,
     /// ACFs of routed calls by `callIdentifier`, and their order of expiry.

@@ -241,7 +241,15 @@ impl Gatekeeper {
         };
         self.relay.insert(no, call);
         self.note_call_on(id);
-        match self.callee_connection(now, callee) {
+        let connection = if self.callee_busy(callee) {
+            // A standard endpoint takes one call per connection unless it says otherwise:
+            // this call waits for its connection to close, then gets one of its own.
+            self.relay.busy_for.entry(callee).or_default().push(no);
+            Ok(None)
+        } else {
+            self.callee_connection(now, callee)
+        };
+        match connection {
             Ok(Some((connection, clan))) => self.attach_callee(no, connection, clan),
             Ok(None) => {
                 if let Some(call) = self.relay.calls.get_mut(&no) {
@@ -251,7 +259,14 @@ impl Gatekeeper {
                         .clan()
                         .unwrap_or(call.callee_clan);
                 }
-                self.relay.waiting_for.entry(callee).or_default().push(no);
+                if !self
+                    .relay
+                    .busy_for
+                    .get(&callee)
+                    .is_some_and(|b| b.contains(&no))
+                {
+                    self.relay.waiting_for.entry(callee).or_default().push(no);
+                }
             }
             Err(reason) => {
                 self.end_call(now, no, reason);
@@ -446,6 +461,23 @@ impl Gatekeeper {
         Some(clan)
     }
 
+    /// `callee` is a standard endpoint (not TTS, no service frame asked: it holds no socket
+    /// for its registration) whose connection carries a call: its own, placed on the
+    /// connection it opened for it, or one to it. H.225.0 puts a second call on a
+    /// connection only when both ends say `multipleCalls`; a standard endpoint's Setup says
+    /// FALSE, and H323Plus takes a Setup arriving on its own call's connection as part of
+    /// that call (`rasgk exam` saw callgen323 ask admission for it as its outgoing call).
+    fn callee_busy(&self, callee: u64) -> bool {
+        let Phase::Established(_, id) = self.signalling.phase(callee) else {
+            return false;
+        };
+        let standard = self
+            .registry
+            .get(callee)
+            .is_some_and(|r| !r.tts && !self.writes_service_frame(r));
+        standard && self.relay.carries(id)
+    }
+
     /// Where a call to `callee` runs: `Ok(Some)` its established socket now; `Ok(None)` a
     /// connection on its way (its socket's set-up, or one opened now from its C-LAN for
     /// the call); `Err` why none can be had.
@@ -570,6 +602,17 @@ impl Gatekeeper {
         if let Some(waiting) = self.relay.waiting_for.remove(&key) {
             for no in waiting {
                 self.end_call(now, no, CallEnd::Unreachable);
+            }
+        }
+        // The calls that waited for its busy connection get a connection of their own.
+        for no in self.relay.busy_for.remove(&key).unwrap_or_default() {
+            if !self.relay.calls.contains_key(&no) {
+                continue;
+            }
+            match self.callee_connection(now, key) {
+                Ok(Some((connection, clan))) => self.attach_callee(no, connection, clan),
+                Ok(None) => self.relay.waiting_for.entry(key).or_default().push(no),
+                Err(reason) => self.end_call(now, no, reason),
             }
         }
     }
@@ -799,6 +842,7 @@ impl Gatekeeper {
             self.end_call(now, no, reason);
         }
         self.relay.waiting_for.remove(&key);
+        self.relay.busy_for.remove(&key);
     }
 
     /// A DRQ of a registered phone for `call_identifier`: its routed call, if it is a party
