@@ -282,7 +282,14 @@ impl Engine {
                 return Some(if gatekeeper_side {
                     (
                         Verdict::Skipped,
-                        format!("the exam's phone could not place its call: {why}"),
+                        format!(
+                            "the exam's phone could not place its call: {why}{}",
+                            if why.contains("not registered") {
+                                " (--partner-address must be in a region of the configuration)"
+                            } else {
+                                ""
+                            }
+                        ),
                     )
                 } else if why.starts_with("no connection") {
                     (
