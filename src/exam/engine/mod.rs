@@ -208,6 +208,16 @@ impl Examinee {
         self.history[mark.min(self.history.len())..].iter()
     }
 
+    /// Its last full RRQ is at least [`CALM`] old: it is not moving between C-LANs or
+    /// retransmitting a registration.
+    fn settled(&self, now: Duration) -> bool {
+        self.history
+            .iter()
+            .rev()
+            .find(|s| s.direction == Direction::In && s.is_full_rrq())
+            .is_none_or(|s| now.saturating_sub(s.at) >= CALM)
+    }
+
     fn evidence(&self, mark: usize, limit: usize) -> Vec<Evidence> {
         let mut all: Vec<Evidence> = self.since(mark).map(Sighting::evidence).collect();
         if all.len() > limit {
@@ -242,7 +252,8 @@ struct Shared {
     since: Duration,
 }
 
-/// A call step waits for its endpoint's last full RRQ to be this old.
+/// A call step, and the restart, wait for the endpoints' last full RRQ to be this old (H323Plus retransmits an RRQ after 3 s, even one answered from a C-LAN it did not
+/// address).
 const CALM: Duration = Duration::from_secs(5);
 
 /// How long a shared step waits between rounds, and before its first.
@@ -958,14 +969,8 @@ impl Engine {
             // A call goes to an endpoint that has settled: one still moving between C-LANs
             // after the last step (its full RRQs) would end the call by registering again.
             if id == "call-in" || id == "call-out" {
-                let last_full = examinee
-                    .history
-                    .iter()
-                    .rev()
-                    .find(|s| s.direction == Direction::In && s.is_full_rrq())
-                    .map(|s| s.at);
+                let settled = examinee.settled(now);
                 let since = *examinee.waiting_since.get_or_insert(now);
-                let settled = last_full.is_none_or(|at| now.saturating_sub(at) >= CALM);
                 if !settled && now.saturating_sub(since) < registration_wait {
                     return;
                 }

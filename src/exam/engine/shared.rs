@@ -118,7 +118,14 @@ impl Engine {
             let e = &self.examinees[i];
             !e.graded(shared.id) && e.gone.is_none() && !e.registered_now
         });
-        if unregistered && self.now < shared.since + wait {
+        // The restart waits for them to settle, too: a registration still retransmitted
+        // would meet the restarted gatekeeper before any keep-alive does.
+        let unsettled = shared.id == "restart"
+            && shared.members.iter().any(|&i| {
+                let e = &self.examinees[i];
+                !e.graded(shared.id) && e.gone.is_none() && !e.settled(now)
+            });
+        if (unregistered || unsettled) && self.now < shared.since + wait {
             shared.next_at = self.now + Duration::from_millis(250);
             return true;
         }
