@@ -111,8 +111,10 @@ pub const CHECKS: &[Check] = &[
         id: "restart",
         title: "the gatekeeper restarted",
         expected: "after the gatekeeper lost its state, its next keep-alive gets RRJ \
-                   fullRegistrationRequired and a full RRQ follows",
-        source: "H.225.0 RegistrationRejectReason.fullRegistrationRequired; docs/rules.md §5.7",
+                   fullRegistrationRequired (or its next ARQ or DRQ is refused: not \
+                   registered) and a full RRQ follows",
+        source: "H.225.0 RegistrationRejectReason.fullRegistrationRequired, \
+                 AdmissionRejectReason.callerNotRegistered; docs/rules.md §5.7, §11",
         needs: Needs::Nothing,
     },
     Check {

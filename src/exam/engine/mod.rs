@@ -968,7 +968,8 @@ impl Engine {
             }
             // A call goes to an endpoint that has settled: one still moving between C-LANs
             // after the last step (its full RRQs) would end the call by registering again.
-            if id == "call-in" || id == "call-out" {
+            // (call-out is the endpoint's to place, whenever it does.)
+            if id == "call-in" {
                 let settled = examinee.settled(now);
                 let since = *examinee.waiting_since.get_or_insert(now);
                 if !settled && now.saturating_sub(since) < registration_wait {

@@ -234,22 +234,43 @@ impl Engine {
                 }
             }
             "restart" => {
-                let refused = seen.iter().position(|s| {
-                    s.direction == Direction::Out
-                        && matches!(&s.message, RasMessage::registrationReject(r)
-                            if ras::choice_name(&r.reject_reason) == "fullRegistrationRequired")
+                // How it learns that it lost its registration: its keep-alive refused, or
+                // (H323Plus, placing calls) its ARQ or DRQ refused as not registered.
+                let refused = seen.iter().enumerate().find_map(|(i, s)| {
+                    if s.direction != Direction::Out {
+                        return None;
+                    }
+                    let (request, reason) = match &s.message {
+                        RasMessage::registrationReject(r) => {
+                            ("keep-alive", ras::choice_name(&r.reject_reason))
+                        }
+                        RasMessage::admissionReject(r) => {
+                            ("ARQ", ras::choice_name(&r.reject_reason))
+                        }
+                        RasMessage::disengageReject(r) => {
+                            ("DRQ", ras::choice_name(&r.reject_reason))
+                        }
+                        _ => return None,
+                    };
+                    matches!(
+                        reason.as_str(),
+                        "fullRegistrationRequired" | "callerNotRegistered" | "notRegistered"
+                    )
+                    .then_some((i, request, reason))
                 });
                 let again = registered_again(&seen, running.started);
                 match (refused, again) {
-                    (Some(rrj), Some((rrq, _))) if rrq.at >= seen[rrj].at => Some((
-                        Verdict::Pass,
-                        format!(
-                            "its keep-alive {:.1} s after the restart was refused \
-                             fullRegistrationRequired; its full RRQ followed {:.0} ms later",
-                            from_start(seen[rrj]),
-                            (rrq.at.saturating_sub(seen[rrj].at)).as_secs_f64() * 1000.0
-                        ),
-                    )),
+                    (Some((rej, request, reason)), Some((rrq, _))) if rrq.at >= seen[rej].at => {
+                        Some((
+                            Verdict::Pass,
+                            format!(
+                                "its {request} {:.1} s after the restart was refused {reason}; \
+                                 its full RRQ followed {:.0} ms later",
+                                from_start(seen[rej]),
+                                (rrq.at.saturating_sub(seen[rej].at)).as_secs_f64() * 1000.0
+                            ),
+                        ))
+                    }
                     (None, Some((rrq, _))) => Some((
                         Verdict::Skipped,
                         format!(
@@ -262,8 +283,8 @@ impl Engine {
                     (Some(_), _) => deadline.then(|| {
                         (
                             Verdict::Fail,
-                            "its keep-alive was refused fullRegistrationRequired, and no full \
-                             RRQ followed"
+                            "its request was refused as not registered, and no full RRQ \
+                             followed"
                                 .to_string(),
                         )
                     }),
