@@ -265,9 +265,9 @@ impl Engine {
                             Verdict::Pass,
                             format!(
                                 "its {request} {:.1} s after the restart was refused {reason}; \
-                                 its full RRQ followed {:.0} ms later",
+                                 its full RRQ followed {}",
                                 from_start(seen[rej]),
-                                (rrq.at.saturating_sub(seen[rej].at)).as_secs_f64() * 1000.0
+                                later(rrq.at.saturating_sub(seen[rej].at))
                             ),
                         ))
                     }
@@ -586,6 +586,15 @@ impl Engine {
 }
 
 /// Why a step could not act on an endpoint the gatekeeper does not hold registered.
+/// "12 ms later", "12.0 s later".
+fn later(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms later", d.as_millis())
+    } else {
+        format!("{:.1} s later", d.as_secs_f64())
+    }
+}
+
 pub(super) fn not_registered(examinee: &Examinee) -> String {
     match examinee.unregistered_at {
         Some(at) => format!(
