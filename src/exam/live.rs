@@ -426,7 +426,6 @@ fn examine(
     .map_err(|e| ExamError::Admin(format!("/api/ras: {e}")))?;
     read_stream(gatekeeper.admin, "/api/events", tx.clone(), event_input)
         .map_err(|e| ExamError::Admin(format!("/api/events: {e}")))?;
-    let call_tx = std::sync::Mutex::new(tx);
     let mut phones = vec![PhoneSpec::partner(
         &options.partner_alias,
         options.partner_address,
@@ -436,13 +435,12 @@ fn examine(
             .map(|i| PhoneSpec::simulated(i, options.tts, &options.misbehave)),
     );
     let partner_alias = options.partner_alias.clone();
-    let heard = call_tx;
     let simulation = Simulation::start(
         phones,
         config.gatekeeper.discovery,
         Box::new(move |alias, note| {
             if alias == partner_alias {
-                let _ = heard.lock().map(|tx| tx.send(Input::Call(note)));
+                let _ = tx.send(Input::Call(note));
             }
         }),
     )

@@ -241,7 +241,8 @@ impl Gatekeeper {
         };
         self.relay.insert(no, call);
         self.note_call_on(id);
-        let connection = if self.callee_busy(callee) {
+        let busy = self.callee_busy(callee);
+        let connection = if busy {
             // A standard endpoint takes one call per connection unless it says otherwise:
             // this call waits for its connection to close, then gets one of its own.
             self.relay.busy_for.entry(callee).or_default().push(no);
@@ -259,12 +260,7 @@ impl Gatekeeper {
                         .clan()
                         .unwrap_or(call.callee_clan);
                 }
-                if !self
-                    .relay
-                    .busy_for
-                    .get(&callee)
-                    .is_some_and(|b| b.contains(&no))
-                {
+                if !busy {
                     self.relay.waiting_for.entry(callee).or_default().push(no);
                 }
             }

@@ -113,13 +113,54 @@ pub enum CallEvent {
         /// What it said: `cause 16`, `reason calledPartyNotRegistered`, `connection closed`.
         cause: String,
     },
-    /// The call failed before it was connected, for this reason.
-    Failed {
-        /// Why.
-        why: String,
-    },
+    /// The call failed before it was connected.
+    Failed(Failure),
     /// DRQ sent for it.
     Disengaging,
+}
+
+/// Why a call failed before it was connected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The phone was not registered.
+    NotRegistered,
+    /// The phone was in as many calls as it takes.
+    TooManyCalls,
+    /// Its ARQ or Setup could not be written (what, and why).
+    Unwritable(String),
+    /// The gatekeeper refused its ARQ: the ARJ's reason.
+    Refused(String),
+    /// Its ARQ of this sequence number got no answer.
+    Unanswered(u16),
+    /// The ACF named no `destCallSignalAddress`.
+    NoDestination,
+    /// The connection to where the ACF said could not be opened.
+    Unreachable {
+        /// Where it went.
+        to: Option<SocketAddr>,
+        /// What the system said.
+        why: String,
+    },
+    /// No Connect this long after its Setup.
+    NoConnect(Duration),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::NotRegistered => write!(f, "the phone was not registered"),
+            Failure::TooManyCalls => write!(f, "the phone was in as many calls as it takes"),
+            Failure::Unwritable(what) => write!(f, "{what}"),
+            Failure::Refused(reason) => write!(f, "ARJ {reason}"),
+            Failure::Unanswered(seq) => write!(f, "no answer to its ARQ seq {seq}"),
+            Failure::NoDestination => write!(f, "its ACF named no destCallSignalAddress"),
+            Failure::Unreachable { to: Some(to), why } => write!(f, "no connection to {to}: {why}"),
+            Failure::Unreachable { to: None, why } => write!(f, "no connection: {why}"),
+            Failure::NoConnect(within) => {
+                write!(f, "no Connect within {} s of its Setup", within.as_secs())
+            }
+        }
+    }
 }
 
 /// A call's event, when it happened.
@@ -163,6 +204,16 @@ struct Wire {
     accepted: Option<Instant>,
     /// A Setup has come on it.
     carried_setup: bool,
+}
+
+impl Wire {
+    /// When a phone that declines TTS closes it: an accepted connection that has carried
+    /// no Setup, [`DECLINE_AFTER`] after it was accepted.
+    fn declined_at(&self) -> Option<Instant> {
+        self.accepted
+            .filter(|_| !self.carried_setup)
+            .map(|at| at + DECLINE_AFTER)
+    }
 }
 
 /// A phone's calls and connections.
@@ -254,8 +305,8 @@ impl Calls {
         let wires = self
             .wires
             .values()
-            .filter(|w| declines && !w.carried_setup)
-            .filter_map(|w| w.accepted.map(|at| at + DECLINE_AFTER));
+            .filter(|_| declines)
+            .filter_map(Wire::declined_at);
         legs.chain(wires).min()
     }
 }
@@ -265,23 +316,13 @@ impl SimulatedPhone {
     /// registered or already in as many calls as it takes (noted as failed).
     pub fn dial(&mut self, now: Instant, dialled: &str, call_id: [u8; 16]) -> Vec<Outgoing> {
         let Some(to) = self.gatekeeper.filter(|_| self.registered) else {
-            self.calls.note(
-                now,
-                call_id,
-                CallEvent::Failed {
-                    why: "the phone was not registered".into(),
-                },
-            );
+            self.calls
+                .note(now, call_id, CallEvent::Failed(Failure::NotRegistered));
             return Vec::new();
         };
         if self.calls.legs.len() >= self.max_calls || self.calls.leg(call_id).is_some() {
-            self.calls.note(
-                now,
-                call_id,
-                CallEvent::Failed {
-                    why: "the phone was in as many calls as it takes".into(),
-                },
-            );
+            self.calls
+                .note(now, call_id, CallEvent::Failed(Failure::TooManyCalls));
             return Vec::new();
         }
         self.calls.legs.push(Leg {
@@ -307,9 +348,9 @@ impl SimulatedPhone {
             return self.end_call(
                 now,
                 call_id,
-                CallEvent::Failed {
-                    why: format!("no ARQ could be written for {dialled}"),
-                },
+                CallEvent::Failed(Failure::Unwritable(format!(
+                    "no ARQ could be written for {dialled}"
+                ))),
             );
         }
         out
@@ -377,9 +418,9 @@ impl SimulatedPhone {
             Err(e) => self.end_call(
                 now,
                 call_id,
-                CallEvent::Failed {
-                    why: format!("its Setup could not be written: {e}"),
-                },
+                CallEvent::Failed(Failure::Unwritable(format!(
+                    "its Setup could not be written: {e}"
+                ))),
             ),
         }
     }
@@ -395,11 +436,11 @@ impl SimulatedPhone {
         let calls = self.calls.on(connection);
         let mut out = Vec::new();
         for call_id in calls {
-            let why = match peer {
-                Some(peer) => format!("no connection to {peer}: {why}"),
-                None => format!("no connection: {why}"),
+            let failure = Failure::Unreachable {
+                to: peer,
+                why: why.to_string(),
             };
-            out.extend(self.end_call(now, call_id, CallEvent::Failed { why }));
+            out.extend(self.end_call(now, call_id, CallEvent::Failed(failure)));
         }
         out
     }
@@ -602,12 +643,12 @@ impl SimulatedPhone {
     }
 
     /// The gatekeeper's answer to the ARQ of `call_id`: `dest` and `routed` of its ACF, or
-    /// the ARJ's reason.
+    /// why there was none (its ARJ, or no answer).
     pub(super) fn admission(
         &mut self,
         now: Instant,
         call_id: [u8; 16],
-        answer: Result<(Option<SocketAddr>, bool), String>,
+        answer: Result<(Option<SocketAddr>, bool), Failure>,
     ) -> Vec<Outgoing> {
         let Some(leg) = self.calls.leg(call_id) else {
             return Vec::new();
@@ -617,7 +658,7 @@ impl SimulatedPhone {
             Ok(admitted) => admitted,
             // The gatekeeper lost its registration (a restart it has not learnt of yet): it
             // registers again at once, as H323Plus does on this reason, and asks again.
-            Err(reason)
+            Err(Failure::Refused(reason))
                 if reason == "callerNotRegistered" && !answering && leg.redial.is_none() =>
             {
                 leg.redial = Some(true);
@@ -628,15 +669,7 @@ impl SimulatedPhone {
                 self.keep_alive_at = None;
                 return self.ask(now, Asking::FullRrq, to);
             }
-            Err(reason) => {
-                return self.end_call(
-                    now,
-                    call_id,
-                    CallEvent::Failed {
-                        why: format!("ARJ {reason}"),
-                    },
-                );
-            }
+            Err(failure) => return self.end_call(now, call_id, CallEvent::Failed(failure)),
         };
         leg.admitted = true;
         self.calls
@@ -658,13 +691,7 @@ impl SimulatedPhone {
             return Vec::new();
         }
         let Some(dest) = dest else {
-            return self.end_call(
-                now,
-                call_id,
-                CallEvent::Failed {
-                    why: "its ACF named no destCallSignalAddress".into(),
-                },
-            );
+            return self.end_call(now, call_id, CallEvent::Failed(Failure::NoDestination));
         };
         let connection = self.calls.new_connection();
         self.calls.wires.insert(
@@ -735,12 +762,7 @@ impl SimulatedPhone {
                     cause: "cause 16".into(),
                 }
             } else {
-                CallEvent::Failed {
-                    why: format!(
-                        "no Connect within {} s of its Setup",
-                        self.connect_within.as_secs()
-                    ),
-                }
+                CallEvent::Failed(Failure::NoConnect(self.connect_within))
             };
             out.extend(self.end_call(now, call_id, event));
         }
@@ -749,8 +771,7 @@ impl SimulatedPhone {
                 .calls
                 .wires
                 .iter()
-                .filter(|(_, w)| !w.carried_setup)
-                .filter(|(_, w)| w.accepted.is_some_and(|at| at + DECLINE_AFTER <= now))
+                .filter(|(_, w)| w.declined_at().is_some_and(|at| at <= now))
                 .map(|(&c, _)| c)
                 .collect();
             for connection in idle {

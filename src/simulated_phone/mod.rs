@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::phone::{Answer, Phone};
 
-pub use calls::{CallEvent, CallNote, Connection, Signal, DECLINE_AFTER, HOLD, MAX_CALLS};
+pub use calls::{CallEvent, CallNote, Connection, Failure, Signal, DECLINE_AFTER, HOLD, MAX_CALLS};
 
 /// How long a request waits for its answer before it is sent again. H.225.0's default RAS
 /// timeout is longer (a few seconds); a short one keeps an exam short, and nothing in the
@@ -310,7 +310,9 @@ impl SimulatedPhone {
                 Answer::Acf { dest, routed, .. } => {
                     self.admission(now, call_id, Ok((dest, routed)))
                 }
-                Answer::Arj { reason, .. } => self.admission(now, call_id, Err(reason)),
+                Answer::Arj { reason, .. } => {
+                    self.admission(now, call_id, Err(Failure::Refused(reason)))
+                }
                 _ => Vec::new(),
             };
         }
@@ -450,14 +452,7 @@ impl SimulatedPhone {
             Asking::Grq => self.discover(now),
             Asking::FullRrq | Asking::KeepAlive => self.lost(now),
             Asking::Arq { .. } => match flight.call {
-                Some(call_id) => self.admission(
-                    now,
-                    call_id,
-                    Err(format!(
-                        "never came: no answer to its ARQ seq {}",
-                        flight.seq
-                    )),
-                ),
+                Some(call_id) => self.admission(now, call_id, Err(Failure::Unanswered(flight.seq))),
                 None => Vec::new(),
             },
             Asking::Drq => Vec::new(),

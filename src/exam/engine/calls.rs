@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::exam::sighting::{describe_call_id, Direction, Sighting};
 use crate::exam::verdict::{Evidence, Verdict};
 use crate::ras::{MessageKind, RasMessage};
-use crate::simulated_phone::CallEvent;
+use crate::simulated_phone::{CallEvent, Failure};
 
 use super::{alias_texts, Engine, Examinee, Running};
 
@@ -41,6 +41,9 @@ pub(super) struct Routed {
 /// What the exam's phone heard of one call, in order.
 pub(super) type Heard = Vec<(Duration, CallEvent)>;
 
+/// One call's [`Heard`], as read.
+type HeardSlice = [(Duration, CallEvent)];
+
 fn secs(d: Duration) -> String {
     if d < Duration::from_secs(1) {
         format!("{} ms", d.as_millis())
@@ -50,7 +53,7 @@ fn secs(d: Duration) -> String {
 }
 
 fn find<'a, T>(
-    heard: &'a Heard,
+    heard: &'a HeardSlice,
     pick: impl Fn(&'a CallEvent) -> Option<T>,
 ) -> Option<(Duration, T)> {
     heard.iter().find_map(|(at, e)| pick(e).map(|t| (*at, t)))
@@ -61,12 +64,12 @@ struct Moments<'a> {
     setup_written: Option<Duration>,
     connected: Option<Duration>,
     released: Option<(Duration, bool, &'a str)>,
-    failed: Option<(Duration, &'a str)>,
+    failed: Option<(Duration, &'a Failure)>,
     routed: Option<bool>,
 }
 
 impl<'a> Moments<'a> {
-    fn of(heard: &'a Heard) -> Moments<'a> {
+    fn of(heard: &'a HeardSlice) -> Moments<'a> {
         Moments {
             setup_written: find(heard, |e| {
                 matches!(e, CallEvent::SetupWritten { .. }).then_some(())
@@ -80,7 +83,7 @@ impl<'a> Moments<'a> {
             })
             .map(|(at, (by_peer, cause))| (at, by_peer, cause)),
             failed: find(heard, |e| match e {
-                CallEvent::Failed { why } => Some(why.as_str()),
+                CallEvent::Failed(failure) => Some(failure),
                 _ => None,
             }),
             routed: find(heard, |e| match e {
@@ -112,6 +115,15 @@ fn registered_during<'a>(
         .find(|s| s.direction == Direction::In && s.is_full_rrq() && s.at >= from && s.at <= to)
 }
 
+/// The gatekeeper's answer to the endpoint's ARQ `arq`: its ACF or ARJ.
+fn answer_to<'a>(seen: &[&'a Sighting], arq: &Sighting) -> Option<&'a Sighting> {
+    seen.iter().copied().find(|s| {
+        s.direction == Direction::Out
+            && matches!(s.kind(), MessageKind::Acf | MessageKind::Arj)
+            && s.seq() == arq.seq()
+    })
+}
+
 /// The endpoint's DRQ for the call `call_id`.
 fn drq_of<'a>(seen: &[&'a Sighting], call_id: [u8; 16]) -> Option<&'a Sighting> {
     seen.iter().copied().find(|s| {
@@ -131,7 +143,7 @@ impl Engine {
     }
 
     /// What the exam's phone heard of the call `call_id`.
-    pub(super) fn heard_of(&self, call_id: [u8; 16]) -> &[(Duration, CallEvent)] {
+    pub(super) fn heard_of(&self, call_id: [u8; 16]) -> &HeardSlice {
         self.heard.get(&call_id).map_or(&[], Vec::as_slice)
     }
 
@@ -224,9 +236,11 @@ impl Engine {
                         examinee.name.clone(),
                         format!("Q.931 Release Complete ({cause})"),
                     ),
-                    CallEvent::Failed { why } => {
-                        (phone.clone(), String::new(), format!("call failed: {why}"))
-                    }
+                    CallEvent::Failed(failure) => (
+                        phone.clone(),
+                        String::new(),
+                        format!("call failed: {failure}"),
+                    ),
                     CallEvent::Disengaging => {
                         (phone.clone(), "gatekeeper".to_string(), "DRQ".to_string())
                     }
@@ -251,18 +265,12 @@ impl Engine {
         deadline: bool,
     ) -> Option<(Verdict, String)> {
         let call_id = running.call_id?;
-        let heard = self.heard.get(&call_id).cloned().unwrap_or_default();
-        let moments = Moments::of(&heard);
-        let arq = seen.iter().find(|s| {
+        let heard = self.heard_of(call_id);
+        let moments = Moments::of(heard);
+        let arq = seen.iter().copied().find(|s| {
             s.direction == Direction::In && s.is_answer_arq() && s.call_id() == Some(call_id)
         });
-        let admitted = arq.and_then(|arq| {
-            seen.iter().find(|s| {
-                s.direction == Direction::Out
-                    && matches!(s.kind(), MessageKind::Acf | MessageKind::Arj)
-                    && s.seq() == arq.seq()
-            })
-        });
+        let admitted = arq.and_then(|arq| answer_to(seen, arq));
         let setup_at = moments.setup_written.unwrap_or(running.started);
         let asked = match (arq, admitted) {
             (Some(arq), Some(answer)) => format!(
@@ -274,30 +282,43 @@ impl Engine {
             (None, _) => "no ARQ answerCall for the call".to_string(),
         };
         if moments.connected.is_none() {
-            if let Some((_, why)) = moments.failed {
-                let gatekeeper_side = why.starts_with("ARJ")
-                    || why.contains("not registered")
-                    || why.contains("as many calls")
-                    || (why.starts_with("no connection") && moments.routed == Some(true));
+            if let Some((_, failure)) = moments.failed {
+                // Routed, the exam's phone connects to its own C-LAN: a failure there is the
+                // gatekeeper's; direct, to the endpoint's callSignalAddress.
+                let gatekeeper_side = match failure {
+                    Failure::NotRegistered
+                    | Failure::TooManyCalls
+                    | Failure::Refused(_)
+                    | Failure::Unanswered(_) => true,
+                    Failure::Unreachable { .. } => moments.routed == Some(true),
+                    Failure::Unwritable(_) | Failure::NoDestination | Failure::NoConnect(_) => {
+                        false
+                    }
+                };
                 return Some(if gatekeeper_side {
                     (
                         Verdict::Skipped,
                         format!(
-                            "the exam's phone could not place its call: {why}{}",
-                            if why.contains("not registered") {
+                            "the exam's phone could not place its call: {failure}{}",
+                            if *failure == Failure::NotRegistered {
                                 " (--partner-address must be in a region of the configuration)"
                             } else {
                                 ""
                             }
                         ),
                     )
-                } else if why.starts_with("no connection") {
+                } else if matches!(failure, Failure::Unreachable { .. }) {
                     (
                         Verdict::Fail,
-                        format!("the exam's phone could not reach its callSignalAddress: {why}"),
+                        format!(
+                            "the exam's phone could not reach its callSignalAddress: {failure}"
+                        ),
                     )
                 } else {
-                    (Verdict::Fail, format!("it did not answer: {why}; {asked}"))
+                    (
+                        Verdict::Fail,
+                        format!("it did not answer: {failure}; {asked}"),
+                    )
                 });
             }
             if let Some((at, _, cause)) = moments.released {
@@ -458,12 +479,7 @@ impl Engine {
                     )
                 });
             };
-            let answer = seen.iter().find(|s| {
-                s.direction == Direction::Out
-                    && matches!(s.kind(), MessageKind::Acf | MessageKind::Arj)
-                    && s.seq() == arq.seq()
-            });
-            return match answer {
+            return match answer_to(seen, arq) {
                 Some(arj) if arj.kind() == MessageKind::Arj => Some((
                     Verdict::Skipped,
                     format!(
@@ -531,10 +547,7 @@ impl Engine {
                 },
             ));
         };
-        let acf = seen.iter().find(|s| {
-            s.direction == Direction::Out && s.kind() == MessageKind::Acf && s.seq() == arq.seq()
-        });
-        let Some((dest, routed)) = acf.and_then(|acf| acf.acf_dest()) else {
+        let Some((dest, routed)) = answer_to(seen, arq).and_then(Sighting::acf_dest) else {
             if !settled {
                 return None;
             }
@@ -564,9 +577,10 @@ impl Engine {
                         ),
                     ))
                 }
-                (Some(arrived), _) => {
-                    format!("its Setup arrived at {arrived} ({dest_text}), where the ACF sent it (gatekeeperRouted)")
-                }
+                (Some(arrived), _) => format!(
+                    "its Setup arrived at {arrived} ({dest_text}), where the ACF sent it \
+                     (gatekeeperRouted)"
+                ),
                 (None, _) => match self.topology.clan_of_ip(from.ip()) {
                 Some(clan) => format!(
                     "its Setup went to {dest_text}, as the ACF said (gatekeeperRouted), and reached \
@@ -596,11 +610,10 @@ impl Engine {
                 ),
             ));
         };
-        let heard = self.heard.get(&call_id).cloned().unwrap_or_default();
-        let moments = Moments::of(&heard);
+        let moments = Moments::of(self.heard_of(call_id));
         let Some((released_at, by_peer, _)) = moments
             .released
-            .or_else(|| moments.failed.map(|(at, why)| (at, false, why)))
+            .or_else(|| moments.failed.map(|(at, _)| (at, false, "")))
         else {
             return deadline.then(|| {
                 (
