@@ -56,6 +56,42 @@ fn one_run_prints_every_figure_against_its_target() {
         assert!(low <= ratio && ratio <= high, "{row}");
     }
 
+    // What each server cost, from /proc: a row for each workload and side, its figures read.
+    for workload in ["grq", "rrq_full", "rrq_light"] {
+        for side in ["bare echo", "echo", "rasgk"] {
+            let prefix = format!("  {workload:<10} {side:<10} ");
+            let row = lines
+                .iter()
+                .find(|l| l.starts_with(&prefix))
+                .unwrap_or_else(|| panic!("no cost row {prefix:?} in\n{stdout}"));
+            let fields: Vec<f64> = row[prefix.len()..]
+                .split_whitespace()
+                .filter(|f| *f != "%")
+                .map(|f| f.parse().unwrap_or_else(|_| panic!("{row}")))
+                .collect();
+            assert_eq!(fields.len(), 5, "{row}");
+            assert!(fields[0] > 0.0, "answers a second: {row}");
+            assert!(fields[3] > 0.0 && fields[4] > 0.0, "time on a CPU: {row}");
+        }
+    }
+    // Every request new: the retransmission cache answered none, while watched and scraped.
+    let meanwhile = lines
+        .iter()
+        .find(|l| l.starts_with("rasgk meanwhile: "))
+        .unwrap_or_else(|| panic!("no watchers' line in\n{stdout}"));
+    assert!(
+        meanwhile.starts_with("rasgk meanwhile: 0 replies from the retransmission cache, "),
+        "{meanwhile}"
+    );
+    assert!(
+        lines.iter().any(|l| l
+            .trim_start()
+            .starts_with("ceiling: replies from the retransmission cache")
+            && l.ends_with("met")
+            && !l.ends_with("NOT MET")),
+        "{stdout}"
+    );
+
     // The storm: every phone registered, and held once by the gatekeeper.
     let storm = lines
         .iter()
@@ -143,7 +179,7 @@ fn one_run_prints_every_figure_against_its_target() {
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 22, "{stdout}");
+    assert_eq!(verdicts.len(), 24, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -155,7 +191,7 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 22 met").as_str()),
+        lines.contains(&format!("targets: {met} of 24 met").as_str()),
         "{stdout}"
     );
 
@@ -215,6 +251,8 @@ fn bad_options_exit_2_saying_which() {
             "--concurrency 0 is outside 1 to",
         ),
         (vec!["--seconds", "0"], "--seconds 0 must be above 0"),
+        (vec!["--window", "0"], "--window 0 is outside 1 to 64"),
+        (vec!["--window", "65"], "--window 65 is outside 1 to 64"),
         (
             vec!["--storm-phones", "5000000"],
             "--storm-phones 5000000 is over",
@@ -234,4 +272,16 @@ fn bad_options_exit_2_saying_which() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn the_load_client_refuses_to_run_without_its_orders() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rasgk"))
+        .args(["bench", "--ceiling-client"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("rasgk bench --ceiling-client runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no orders on standard input"), "{stderr}");
 }

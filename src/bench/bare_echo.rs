@@ -25,6 +25,8 @@ const POLL: Duration = Duration::from_millis(50);
 pub struct BareEcho {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// Its thread's id, for its CPU time in `/proc`.
+    pub tid: i32,
 }
 
 impl BareEcho {
@@ -46,13 +48,21 @@ impl BareEcho {
         .map_err(|e| format!("cannot bind the bare echo on {address}: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
+        let (started, tid) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("rasgk-bare-echo".into())
-            .spawn(move || serve(&socket, &stopping))
+            .spawn(move || {
+                let _ = started.send(super::cpu_time::this_thread());
+                serve(&socket, &stopping);
+            })
             .map_err(|e| format!("cannot start the bare echo's thread: {e}"))?;
+        let tid = tid
+            .recv()
+            .map_err(|_| "the bare echo's thread ended as it started".to_string())?;
         Ok(BareEcho {
             stop,
             thread: Some(thread),
+            tid,
         })
     }
 

@@ -1,38 +1,41 @@
-//! The echo ceiling: rasgk against a minimal UDP responder, measured in one run with one
-//! load client.
+//! The echo ceiling: rasgk against minimal UDP responders, measured in one run with one
+//! load client that saturates whichever it faces.
 //!
-//! The ceiling is a minimal responder on the same tokio runtime as `rasgk serve` (one thread
-//! of its own), the same socket options (`server::sockets::bind_udp`) and the same batched
-//! reads and sends (`server::batch`) that answers each request datagram with one of the
-//! same size. The client keeps `--concurrency` phones (each on its own loopback address) in
-//! a closed loop — send a request, wait for its answer, send the next — so both sides see
-//! the same offered load. Workloads: GRQ, full RRQ (a
-//! registered phone re-registering) and lightweight RRQ (keep-alive). Every request carries
-//! a new sequence number, so rasgk's retransmission cache never answers for the core.
-//!
-//! The machine is shared, so the two sides are measured in turns: [`ROUNDS`] slices of each
-//! per workload, echo then rasgk, `--seconds` in all per side. Each round's two slices make
-//! a pair, and the ratio reported is the median of the pairs' ratios: a change in the
-//! machine's load that falls on one round moves that round's pair, not the figure. Each side
-//! has its own phones, set up once; the side whose turn it is not waits on a channel,
-//! costing nothing while the other is measured.
+//! - **The responders.** The bare echo (`bare_echo`: one thread, `recvmmsg`/`sendmmsg`, no
+//!   runtime) and the runtime echo (the same tokio runtime as `rasgk serve`, one thread of
+//!   its own, the same socket options and batched reads and sends, `server::batch`) answer
+//!   each request with one of the same size. rasgk runs the embedded default topology with
+//!   everything on, its event stream watched and its metrics scraped (`watchers`).
+//! - **The client** (`ceiling_client`) is a process of its own: `--concurrency` phones a
+//!   side, each on its own loopback address, each keeping `--window` requests in flight,
+//!   batched with `recvmmsg`/`sendmmsg`, every request a new one (so the retransmission
+//!   cache answers none; the watchers' last scrape counts them). Workloads: GRQ, full RRQ (a
+//!   registered phone re-registering) and lightweight RRQ (keep-alive).
+//! - **Saturation, shown.** Around each slice the bench reads from `/proc` the CPU time of
+//!   the side's server thread and of the client's process: a saturated server is on a CPU
+//!   nearly all the slice while the client has time to spare. The same readings give each
+//!   server's user and system time per datagram answered.
+//! - **Turns.** The machine is shared, so the sides are measured in turns: [`ROUNDS`] slices
+//!   of each per workload, `--seconds` in all per side. Each round's slices make a pair, and
+//!   the ratio reported is the median of the pairs' ratios: a change in the machine's load
+//!   that falls on one round moves that round's pair, not the figure.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use tokio::net::UdpSocket;
 
 use bytes::Bytes;
 
+use super::ceiling_client::{Orders, SideOrder};
+use super::cpu_time::CpuTime;
+use super::watchers::{Watched, Watchers};
 use crate::config::{self, Config};
 use crate::gatekeeper::Transmit;
-use crate::phone::{Answer, Phone};
 use crate::server::{self, batch, batch::Batch};
 
 /// What one phone sends in a workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Workload {
     Grq,
     FullRrq,
@@ -54,7 +57,7 @@ impl Workload {
 }
 
 /// The bench's gatekeeper: the embedded default moved to 127.0.60.x, caps large enough
-/// that re-registrations never run out of room.
+/// that re-registrations never run out of room, the rate limit on.
 pub(super) fn bench_config() -> Config {
     let mut config = config::embedded_default();
     config.gatekeeper.discovery = SocketAddr::from(([127, 0, 60, 254], 1719));
@@ -64,8 +67,16 @@ pub(super) fn bench_config() -> Config {
         clan.address = SocketAddr::from(([127, 0, 60, 1 + i as u8], 1719));
         clan.max_sockets = 1_000_000;
     }
+    // The rate limit on, as a live gatekeeper has it, at a rate no bench phone reaches (each
+    // sends a few thousand a second): every datagram pays for its source's bucket, none is
+    // dropped.
+    config.limits.rate_per_source = Some(RATE_PER_SOURCE);
+    config.limits.burst_per_source = RATE_PER_SOURCE;
     config
 }
+
+/// The bench gatekeeper's `rate_per_source` (and burst).
+const RATE_PER_SOURCE: u32 = 1_000_000;
 
 /// The echo responder: each datagram back to its source, until `stopped` hears. It reads
 /// and answers in batches as the gatekeeper does (`server::batch`: `recvmmsg`, then
@@ -123,124 +134,6 @@ pub fn duration(sides: usize, seconds: f64) -> f64 {
     START.as_secs_f64() + sides * (seconds + f64::from(ROUNDS) * WARM_UP.as_secs_f64())
 }
 
-/// Ends the phones (no side has this number).
-const STOP: u8 = u8::MAX;
-
-/// One side of a measurement: whom its phones ask, from where, and whether they are an
-/// echo's (which registers nobody).
-#[derive(Debug, Clone, Copy)]
-struct Side {
-    /// The target (discovery address).
-    target: SocketAddr,
-    /// Its phones use IPv6 (each its own port of ::1).
-    ipv6: bool,
-    /// Its phones' IPv4 addresses start at 127.1.NET.1.
-    net: u8,
-    /// An echo: its phones register nothing, and keep-alives carry a made-up identifier.
-    echo: bool,
-}
-
-/// One phone of the closed loop on side `side` (numbered from 1): prepared (registered
-/// when the workload needs it), then request → answer while it is `side`'s turn, counting
-/// answers while `counting` names `side`.
-async fn phone_loop(
-    index: usize,
-    workload: Workload,
-    (side, number): (Side, u8),
-    mut turn: tokio::sync::watch::Receiver<u8>,
-    counting: Arc<AtomicU8>,
-    done: Arc<AtomicU64>,
-) {
-    let (target, ipv6, echo_mode, base_net) = (side.target, side.ipv6, side.echo, side.net);
-    let side = number;
-    // Each side's phones on their own addresses; over IPv6, each its own port of ::1 (the
-    // one IPv6 address loopback has).
-    let ip: std::net::IpAddr = if ipv6 {
-        std::net::Ipv6Addr::LOCALHOST.into()
-    } else {
-        Ipv4Addr::new(
-            127,
-            1,
-            base_net + (index / 250) as u8,
-            1 + (index % 250) as u8,
-        )
-        .into()
-    };
-    let Ok(socket) = UdpSocket::bind((ip, 0)).await else {
-        return;
-    };
-    let Ok(local) = socket.local_addr() else {
-        return;
-    };
-    // Each workload its own extensions: a phone of one workload must not hold an alias
-    // another workload's phone registers (that would be RRJ duplicateAlias).
-    let base = match workload {
-        Workload::Grq => 100_000,
-        Workload::FullRrq => 200_000,
-        Workload::KeepAlive => 300_000,
-    };
-    let mut phone = Phone::extension(base + index as u32, local);
-    if echo_mode {
-        // The echo responder registers nobody: a keep-alive carries a made-up identifier.
-        phone.endpoint_id = crate::ras::reply::EndpointId::new("EP00000001").ok();
-    }
-    let mut buffer = [0u8; 2048];
-    let mut clan = target;
-    // Register first (against rasgk) so RRQs have a C-LAN and keep-alives an endpoint id.
-    if !echo_mode && workload != Workload::Grq {
-        let grq = phone.grq();
-        let _ = socket.send_to(&grq, target).await;
-        if let Ok(Ok((len, _))) =
-            tokio::time::timeout(Duration::from_secs(2), socket.recv_from(&mut buffer)).await
-        {
-            if let Ok(Answer::Gcf {
-                ras_address: Some(at),
-                ..
-            }) = Answer::read(&buffer[..len])
-            {
-                clan = at;
-            }
-        }
-        let rrq = phone.rrq();
-        let _ = socket.send_to(&rrq, clan).await;
-        if let Ok(Ok((len, _))) =
-            tokio::time::timeout(Duration::from_secs(2), socket.recv_from(&mut buffer)).await
-        {
-            if let Ok(answer) = Answer::read(&buffer[..len]) {
-                phone.learn(&answer);
-            }
-        }
-    }
-    loop {
-        // Wait (without cost) for this side's turn, or the end.
-        let Ok(now) = turn.wait_for(|&t| t == side || t == STOP).await.map(|t| *t) else {
-            return;
-        };
-        if now == STOP {
-            return;
-        }
-        let (datagram, to) = match workload {
-            Workload::Grq => (phone.grq(), target),
-            Workload::FullRrq => (phone.rrq(), clan),
-            Workload::KeepAlive => match phone.keep_alive() {
-                Some(rrq) => (rrq, clan),
-                None => return,
-            },
-        };
-        if socket.send_to(&datagram, to).await.is_err() {
-            continue;
-        }
-        // A lost datagram costs one 200 ms timeout, then the loop goes on.
-        if let Ok(Ok(_)) =
-            tokio::time::timeout(Duration::from_millis(200), socket.recv_from(&mut buffer)).await
-        {
-            if counting.load(Ordering::Relaxed) == side {
-                done.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-}
-
 /// One workload's figures: transactions per second of each side over all its slices, and
 /// the ratio rasgk / echo of each round's slices, against the runtime echo and against the
 /// bare echo.
@@ -258,6 +151,8 @@ pub struct Ceiling {
     pub bare: f64,
     /// rasgk / bare echo of each round.
     pub bare_pairs: Vec<f64>,
+    /// What each side did and cost: the bare echo, the runtime echo, rasgk.
+    pub loads: Vec<SideLoad>,
 }
 
 impl Ceiling {
@@ -304,10 +199,27 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
-/// What sides in turns measured: each side's rate over all its slices, and each round's
+/// What one side cost and did over its slices of a workload.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SideLoad {
+    /// Answers a second, all slices together.
+    pub rate: f64,
+    /// The server thread's time on a CPU over the slices' wall time.
+    pub busy: f64,
+    /// The server thread's user time per answer, µs.
+    pub user_us: f64,
+    /// The server thread's system time per answer, µs.
+    pub system_us: f64,
+    /// The client process's time on a CPU over the slices' wall time (1.0: one CPU).
+    pub client_busy: f64,
+    /// Answers of another kind than the side must send.
+    pub wrong: u64,
+}
+
+/// What sides in turns measured: each side's load over all its slices, and each round's
 /// rates.
 struct Turns {
-    rates: Vec<f64>,
+    loads: Vec<SideLoad>,
     rounds: Vec<Vec<f64>>,
 }
 
@@ -322,58 +234,207 @@ impl Turns {
     }
 }
 
-/// One workload against each of `sides` in turn, [`ROUNDS`] rounds of a slice each, the
-/// same client (`--concurrency` phones a side, each side's phones waiting without cost while
-/// another side is measured).
-async fn measure_turns(args: &CeilingArgs, workload: Workload, sides: &[Side]) -> Turns {
-    let (turn, watching) = tokio::sync::watch::channel(0u8);
-    let counting = Arc::new(AtomicU8::new(0));
-    let done: Vec<Arc<AtomicU64>> = sides.iter().map(|_| Arc::default()).collect();
-    let mut phones = tokio::task::JoinSet::new();
-    for (i, &side) in sides.iter().enumerate() {
-        for index in 0..args.concurrency {
-            phones.spawn(phone_loop(
-                index,
-                workload,
-                (side, i as u8 + 1),
-                watching.clone(),
-                counting.clone(),
-                done[i].clone(),
-            ));
+/// The load client's process (`ceiling_client`), told what to do over its standard input.
+struct Client {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Client {
+    /// Starts `rasgk bench --ceiling-client` with `orders`; once it says its phones are
+    /// ready.
+    fn start(orders: &Orders) -> Result<Client, String> {
+        use std::io::Write as _;
+        let exe = std::env::current_exe()
+            .map_err(|e| format!("cannot find this program to start the load client: {e}"))?;
+        let mut child = std::process::Command::new(&exe)
+            .args(["bench", "--ceiling-client"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the load client {}: {e}", exe.display()))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("the load client's standard streams are not pipes".into());
+        };
+        let mut client = Client {
+            child,
+            stdin,
+            stdout: std::io::BufReader::new(stdout),
+        };
+        let json = serde_json::to_string(orders).map_err(|e| e.to_string())?;
+        let told = writeln!(client.stdin, "{json}").and_then(|()| client.stdin.flush());
+        match (told, client.line()) {
+            (Ok(()), Ok(line)) if line == "ready" => Ok(client),
+            _ => Err(client.failure()),
         }
     }
-    tokio::time::sleep(START).await;
+
+    /// Its next line of answer.
+    fn line(&mut self) -> Result<String, String> {
+        use std::io::BufRead as _;
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) | Err(_) => Err("the load client ended".into()),
+            Ok(_) => Ok(line.trim_end().to_string()),
+        }
+    }
+
+    /// Tells it `order`; its answer.
+    fn ask(&mut self, order: &str) -> Result<String, String> {
+        use std::io::Write as _;
+        writeln!(self.stdin, "{order}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|_| self.failure())?;
+        self.line().map_err(|_| self.failure())
+    }
+
+    /// Loads side `number` (from 1; 0: none).
+    fn turn(&mut self, number: usize) -> Result<(), String> {
+        match self.ask(&format!("turn {number}"))?.as_str() {
+            "ok" => Ok(()),
+            other => Err(format!("the load client answered {other:?}")),
+        }
+    }
+
+    /// Answers and wrong answers of each side so far.
+    fn count(&mut self) -> Result<Vec<(u64, u64)>, String> {
+        let line = self.ask("count")?;
+        let numbers: Vec<u64> = line
+            .strip_prefix("count")
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        Ok(numbers.chunks_exact(2).map(|c| (c[0], c[1])).collect())
+    }
+
+    /// Why it failed: what it said on standard error, once it has ended.
+    fn failure(&mut self) -> String {
+        use std::io::Read as _;
+        let _ = self.child.kill();
+        let mut said = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let _ = stderr.read_to_string(&mut said);
+        }
+        let _ = self.child.wait();
+        match said.trim() {
+            "" => "the load client ended without saying why".into(),
+            said => said.to_string(),
+        }
+    }
+
+    /// Ends it.
+    fn end(mut self) {
+        use std::io::Write as _;
+        let _ = writeln!(self.stdin, "end");
+        let _ = self.stdin.flush();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // A bench that stopped halfway leaves no client behind.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One workload against each of `sides` in turn (each with its server thread's id),
+/// [`ROUNDS`] rounds of a slice each, from one load client in a process of its own.
+fn measure_turns(
+    args: &CeilingArgs,
+    workload: Workload,
+    sides: &[(SideOrder, i32)],
+) -> Result<Turns, String> {
+    let orders = Orders {
+        workload,
+        sides: sides.iter().map(|&(side, _)| side).collect(),
+        sources: args.concurrency,
+        window: args.window,
+    };
+    let mut client = Client::start(&orders)?;
+    let client_pid = client.child.id();
+    // The servers on the first CPU, the client on the last: the same for every side, and
+    // neither chases the other across CPUs. (A machine of one CPU pins nothing.)
+    let cpus = super::affinity::available();
+    if cpus > 1 {
+        for &(_, tid) in sides {
+            super::affinity::pin(tid, 0)
+                .map_err(|e| format!("cannot keep a server's thread on CPU 0: {e}"))?;
+        }
+        super::affinity::pin_process(client_pid, cpus - 1)
+            .map_err(|e| format!("cannot keep the load client on CPU {}: {e}", cpus - 1))?;
+    }
+    let ticks = super::cpu_time::ticks_per_second();
     let slice = Duration::from_secs_f64(args.seconds / f64::from(ROUNDS));
-    let mut totals = vec![(0u64, 0.0f64); sides.len()];
+    // Per side: answers, wrong answers, wall seconds, server CPU, client CPU.
+    let mut totals =
+        vec![(0u64, 0u64, 0.0f64, CpuTime::default(), CpuTime::default()); sides.len()];
     let mut rounds = Vec::new();
+    let cpu = |tid: i32| {
+        CpuTime::of_thread(tid).map_err(|e| format!("cannot read thread {tid}'s CPU time: {e}"))
+    };
+    let client_cpu = || {
+        CpuTime::of_process(client_pid)
+            .map_err(|e| format!("cannot read the load client's CPU time: {e}"))
+    };
     for _ in 0..ROUNDS {
         let mut rates = vec![0.0f64; sides.len()];
-        for i in 0..sides.len() {
-            let number = i as u8 + 1;
-            let _ = turn.send(number);
-            tokio::time::sleep(WARM_UP).await;
-            let before = done[i].load(Ordering::Relaxed);
-            counting.store(number, Ordering::Relaxed);
+        for (i, &(_, tid)) in sides.iter().enumerate() {
+            client.turn(i + 1)?;
+            std::thread::sleep(WARM_UP);
+            let (before, server_before, client_before) =
+                (client.count()?, cpu(tid)?, client_cpu()?);
             let started = Instant::now();
-            tokio::time::sleep(slice).await;
-            counting.store(0, Ordering::Relaxed);
+            std::thread::sleep(slice);
             let seconds = started.elapsed().as_secs_f64();
-            let answered = done[i].load(Ordering::Relaxed) - before;
-            totals[i].0 += answered;
-            totals[i].1 += seconds;
-            rates[i] = answered as f64 / seconds.max(1e-9);
+            let (after, server_after, client_after) = (client.count()?, cpu(tid)?, client_cpu()?);
+            let answers = after[i].0 - before[i].0;
+            let total = &mut totals[i];
+            total.0 += answers;
+            total.1 += after[i].1 - before[i].1;
+            total.2 += seconds;
+            total.3.add(server_after.since(server_before));
+            total.4.add(client_after.since(client_before));
+            rates[i] = answers as f64 / seconds.max(1e-9);
         }
         rounds.push(rates);
     }
-    let _ = turn.send(STOP);
-    while phones.join_next().await.is_some() {}
-    Turns {
-        rates: totals
-            .iter()
-            .map(|&(answered, seconds)| answered as f64 / seconds.max(1e-9))
-            .collect(),
-        rounds,
-    }
+    client.turn(0)?;
+    client.end();
+    let loads = totals
+        .iter()
+        .map(|&(answers, wrong, seconds, server, client)| {
+            let per_answer =
+                |ticks_spent: u64| ticks_spent as f64 / ticks * 1e6 / (answers.max(1) as f64);
+            SideLoad {
+                rate: answers as f64 / seconds.max(1e-9),
+                busy: server.run_ns as f64 / 1e9 / seconds.max(1e-9),
+                user_us: per_answer(server.user_ticks),
+                system_us: per_answer(server.system_ticks),
+                client_busy: client.run_ns as f64 / 1e9 / seconds.max(1e-9),
+                wrong,
+            }
+        })
+        .collect();
+    Ok(Turns { loads, rounds })
+}
+
+/// Runs [`measure_turns`] off the runtime (it sleeps and waits on the client's pipes).
+async fn turns_of(
+    args: &CeilingArgs,
+    workload: Workload,
+    sides: Vec<(SideOrder, i32)>,
+) -> Result<Turns, String> {
+    let args = *args;
+    tokio::task::spawn_blocking(move || measure_turns(&args, workload, &sides))
+        .await
+        .map_err(|e| format!("the ceiling's measurement failed: {e}"))?
 }
 
 /// GRQ over IPv6 against GRQ over IPv4: the same gatekeeper, its phones of either family in
@@ -401,20 +462,32 @@ const DISCOVERY6: &str = "[::1]:21719";
 /// What the ceiling measurement takes from `rasgk bench`'s options.
 #[derive(Debug, Clone, Copy)]
 pub struct CeilingArgs {
-    /// Phones a side in the closed loop.
+    /// Phones (sources) a side.
     pub concurrency: usize,
+    /// Requests each phone keeps in flight.
+    pub window: usize,
     /// Seconds of measurement per workload and side.
     pub seconds: f64,
 }
 
-/// Measures every workload against the echo responder and rasgk, both in this process, each
-/// on a thread of its own with a one-thread runtime (as `rasgk serve` runs): echo on
-/// 127.0.61.1, rasgk (the embedded default topology) on 127.0.60.x. The load client runs on
-/// the caller's runtime.
+/// Every workload against the echoes and rasgk, and what the gatekeeper's watchers saw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ceilings {
+    /// Each workload's figures, in [`Workload::ALL`]'s order.
+    pub workloads: Vec<Ceiling>,
+    /// What the event stream and the scrapes saw of rasgk meanwhile.
+    pub watched: Watched,
+}
+
+/// Measures every workload against the bare echo, the runtime echo and rasgk, all three in
+/// this process, each on a thread of its own (the runtime echo and rasgk with a one-thread
+/// runtime, as `rasgk serve` runs): the bare echo on 127.0.61.2, the runtime echo on
+/// 127.0.61.1, rasgk (the embedded default topology) on 127.0.60.x, with its event stream
+/// watched and its metrics scraped. The load client is a process of its own.
 pub async fn ceilings(
     args: &CeilingArgs,
     mut progress: impl FnMut(Workload),
-) -> Result<Vec<Ceiling>, String> {
+) -> Result<Ceilings, String> {
     let echo_address = SocketAddr::from(([127, 0, 61, 1], 1719));
     let echo_responder = super::Serving::on_own_thread("rasgk-echo", move |stopped| async move {
         let socket = server::bind_udp(echo_address)
@@ -425,50 +498,44 @@ pub async fn ceilings(
     let bare_address = SocketAddr::from(([127, 0, 61, 2], 1719));
     let bare = super::bare_echo::BareEcho::start(bare_address)?;
     let config = bench_config();
-    let discovery = config.gatekeeper.discovery;
+    let (discovery, admin) = (config.gatekeeper.discovery, config.admin.listen);
     let gatekeeper = super::Serving::start(config, "the bench's gatekeeper").await?;
-    let sides: [Side; SIDES] = [
-        Side {
-            target: bare_address,
-            ipv6: false,
-            net: 60,
-            echo: true,
-        },
-        Side {
-            target: echo_address,
-            ipv6: false,
-            net: 100,
-            echo: true,
-        },
-        Side {
-            target: discovery,
-            ipv6: false,
-            net: 180,
-            echo: false,
-        },
+    let watchers = Watchers::start(admin)?;
+    let side = |target, net, echo| SideOrder {
+        target,
+        ipv6: false,
+        net,
+        echo,
+    };
+    let sides = vec![
+        (side(bare_address, 60, true), bare.tid),
+        (side(echo_address, 100, true), echo_responder.tid),
+        (side(discovery, 180, false), gatekeeper.tid),
     ];
-    let mut figures = Vec::new();
+    let mut workloads = Vec::new();
     for workload in Workload::ALL {
         progress(workload);
-        let turns = measure_turns(args, workload, &sides).await;
-        figures.push(Ceiling {
+        let turns = turns_of(args, workload, sides.clone()).await?;
+        workloads.push(Ceiling {
             workload,
-            echo: turns.rates[1],
-            rasgk: turns.rates[2],
+            echo: turns.loads[1].rate,
+            rasgk: turns.loads[2].rate,
             pairs: turns.ratios(2, 1),
-            bare: turns.rates[0],
+            bare: turns.loads[0].rate,
             bare_pairs: turns.ratios(2, 0),
+            loads: turns.loads,
         });
     }
+    let watched = watchers.stop()?;
     gatekeeper.stop().await;
     echo_responder.stop().await;
     bare.stop();
-    Ok(figures)
+    Ok(Ceilings { workloads, watched })
 }
 
 /// GRQ over IPv6 against GRQ over IPv4 on the bench's gatekeeper, with dual-stack C-LANs (an
 /// IPv6 address on ::1 each) and a second discovery address on ::1: `--concurrency` phones of
-/// each family in a closed loop, in alternating slices as [`ceilings`] measures.
+/// each family, in alternating slices as [`ceilings`] measures.
 pub async fn grq_families(args: &CeilingArgs) -> Result<FamilyRatio, String> {
     let mut config = bench_config();
     let discovery6: SocketAddr = DISCOVERY6.parse().expect("an address");
@@ -478,18 +545,22 @@ pub async fn grq_families(args: &CeilingArgs) -> Result<FamilyRatio, String> {
     }
     let discovery = config.gatekeeper.discovery;
     let gatekeeper = super::Serving::start(config, "the bench's dual-stack gatekeeper").await?;
-    let side = |target, ipv6, net| Side {
+    let side = |target, ipv6| SideOrder {
         target,
         ipv6,
-        net,
+        net: 180,
         echo: false,
     };
-    let sides = [side(discovery, false, 180), side(discovery6, true, 180)];
-    let turns = measure_turns(args, Workload::Grq, &sides).await;
+    let sides = vec![
+        (side(discovery, false), gatekeeper.tid),
+        (side(discovery6, true), gatekeeper.tid),
+    ];
+    let turns = turns_of(args, Workload::Grq, sides).await;
     gatekeeper.stop().await;
+    let turns = turns?;
     Ok(FamilyRatio {
-        ipv4: turns.rates[0],
-        ipv6: turns.rates[1],
+        ipv4: turns.loads[0].rate,
+        ipv6: turns.loads[1].rate,
         pairs: turns.ratios(1, 0),
     })
 }
@@ -516,6 +587,7 @@ mod tests {
             pairs: vec![0.8, 0.95, 0.2, 0.85],
             bare: 110.0,
             bare_pairs: vec![0.7, 0.75, 0.72],
+            loads: Vec::new(),
         };
         assert!((ceiling.ratio() - 0.825).abs() < 1e-12);
         assert_eq!(ceiling.spread(), (0.2, 0.95));

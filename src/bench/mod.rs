@@ -23,9 +23,12 @@
 //! The block ends with one `ratio WORKLOAD VALUE` line per workload for scripts; `--check`
 //! makes a target not met exit 1.
 
+pub mod affinity;
 pub mod bare_echo;
 pub mod calls;
 pub mod ceiling;
+mod ceiling_client;
+pub mod cpu_time;
 mod forwarder;
 pub mod memory;
 pub mod placement;
@@ -34,6 +37,7 @@ pub mod relay;
 pub mod scale;
 pub mod sockets;
 pub mod storm;
+pub mod watchers;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -46,14 +50,19 @@ use relay::Relay;
 use scale::Scale;
 use sockets::Sockets;
 use storm::Storm;
+use watchers::Watched;
 
 /// `rasgk bench` options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// Phones in the echo-ceiling closed loop (requests in flight), for each side (1 to
+    /// Phones of the echo ceiling's load client for each side, each on its own address (1 to
     /// 10,000).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub concurrency: usize,
+    /// Requests each of those phones keeps in flight (1 to 64): enough that the server
+    /// measured never waits for the client.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub window: usize,
     /// Seconds of echo-ceiling measurement per workload and side, in 16 alternating slices
     /// (after a 0.3 s start and 50 ms of warm-up a slice).
     #[arg(long, value_name = "S", default_value_t = 8.0)]
@@ -91,6 +100,9 @@ pub struct BenchArgs {
     /// Exit 1 when a figure misses its target (2 when the bench cannot run).
     #[arg(long)]
     pub check: bool,
+    /// Run as the echo ceiling's load client (the bench starts it; orders on standard input).
+    #[arg(long, hide = true)]
+    pub ceiling_client: bool,
 }
 
 /// A responder for one part of the bench, run as `rasgk serve` runs the gatekeeper: on a
@@ -99,6 +111,8 @@ pub struct BenchArgs {
 struct Serving {
     stop: tokio::sync::oneshot::Sender<()>,
     thread: std::thread::JoinHandle<()>,
+    /// Its thread's id, for its CPU time in `/proc`.
+    tid: i32,
 }
 
 impl Serving {
@@ -138,10 +152,11 @@ impl Serving {
                         return;
                     }
                 };
+                let tid = cpu_time::this_thread();
                 runtime.block_on(async move {
                     match start(stopped).await {
                         Ok(serving) => {
-                            let _ = ready.send(Ok(()));
+                            let _ = ready.send(Ok(tid));
                             serving.await;
                         }
                         Err(e) => {
@@ -152,7 +167,7 @@ impl Serving {
             })
             .map_err(|e| format!("cannot start a thread for {name}: {e}"))?;
         match started.await {
-            Ok(Ok(())) => Ok(Serving { stop, thread }),
+            Ok(Ok(tid)) => Ok(Serving { stop, thread, tid }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(format!("{name} ended while starting")),
         }
@@ -184,6 +199,8 @@ const MAX_PLACEMENT_PHONES: usize = 60_000;
 pub struct Figures {
     /// Each workload against the echo ceiling.
     pub ceilings: Vec<Ceiling>,
+    /// What rasgk's watchers saw during the ceiling.
+    pub watched: Option<Watched>,
     /// GRQ over IPv6 against GRQ over IPv4.
     pub families: Option<FamilyRatio>,
     /// The registration storm.
@@ -242,6 +259,12 @@ pub mod targets {
     pub const BARE_GRQ_RATIO: f64 = 0.93;
     /// rasgk / bare echo for full RRQs and keep-alives.
     pub const BARE_RRQ_RATIO: f64 = 0.88;
+    /// The least share of its slices the bare echo's thread is on a CPU: the load client
+    /// saturates it.
+    pub const ECHO_BUSY: f64 = 0.90;
+    /// The load client's share of its CPU during the bare echo's slices is below this: it
+    /// had time to spare, so the echo, not the client, bounds the figure.
+    pub const CLIENT_BUSY: f64 = 0.90;
 }
 
 /// The least ratio rasgk / bare echo a workload must reach.
@@ -286,6 +309,35 @@ impl Figures {
         Some(storm.transactions_per_s() / grq.rasgk)
     }
 
+    /// Whether the load client saturated the bare echo in every workload: the echo's thread
+    /// on a CPU nearly all its slices, the client not (`None` without figures from `/proc`).
+    fn saturation(&self) -> Option<Verdict> {
+        let echoes: Vec<&ceiling::SideLoad> = self
+            .ceilings
+            .iter()
+            .filter_map(|c| c.loads.first())
+            .collect();
+        if echoes.is_empty() {
+            return None;
+        }
+        let least_busy = echoes.iter().map(|l| l.busy).fold(f64::INFINITY, f64::min);
+        let busiest_client = echoes.iter().map(|l| l.client_busy).fold(0.0, f64::max);
+        Some(Verdict {
+            name: "ceiling client saturates the bare echo".into(),
+            figure: format!(
+                "echo {:.0} %, client {:.0} %",
+                least_busy * 100.0,
+                busiest_client * 100.0
+            ),
+            target: format!(
+                "echo >= {:.0} %, client < {:.0} %",
+                targets::ECHO_BUSY * 100.0,
+                targets::CLIENT_BUSY * 100.0
+            ),
+            met: least_busy >= targets::ECHO_BUSY && busiest_client < targets::CLIENT_BUSY,
+        })
+    }
+
     /// Every figure measured against its target, in the block's order.
     pub fn verdicts(&self) -> Vec<Verdict> {
         let mut verdicts: Vec<Verdict> = self
@@ -310,6 +362,15 @@ impl Figures {
                 met: c.bare_ratio() >= target,
             }
         }));
+        verdicts.extend(self.saturation());
+        if let Some(watched) = &self.watched {
+            verdicts.push(Verdict {
+                name: "ceiling: replies from the retransmission cache".into(),
+                figure: watched.retransmissions.to_string(),
+                target: "0 (every request new)".into(),
+                met: watched.retransmissions == 0,
+            });
+        }
         if let Some(families) = &self.families {
             verdicts.push(Verdict {
                 name: "GRQ over IPv6 / over IPv4".into(),
@@ -480,9 +541,11 @@ impl Figures {
         if !self.ceilings.is_empty() {
             let _ = writeln!(
                 out,
-                "echo ceiling: {} phones a side in a closed loop, {} s per workload and side in {} \
+                "echo ceiling: a load client in a process of its own, {} phones a side with {} \
+                 requests in flight each, every request new; {} s per workload and side in {} \
                  alternating slices",
                 args.concurrency,
+                args.window,
                 args.seconds,
                 ceiling::ROUNDS
             );
@@ -521,6 +584,41 @@ impl Figures {
                     );
                 }
             }
+        }
+        if self.ceilings.iter().any(|c| !c.loads.is_empty()) {
+            let _ = writeln!(
+                out,
+                "what each server's thread cost and how busy it and the load client were, over \
+                 their slices (/proc):"
+            );
+            let _ = writeln!(
+                out,
+                "  {:<10} {:<10} {:>11} {:>12} {:>12} {:>12} {:>12}",
+                "workload", "side", "tx/s", "user us/dg", "sys us/dg", "server busy", "client busy"
+            );
+            for c in &self.ceilings {
+                for (side, load) in ["bare echo", "echo", "rasgk"].iter().zip(&c.loads) {
+                    let _ = writeln!(
+                        out,
+                        "  {:<10} {:<10} {:>11.0} {:>12.2} {:>12.2} {:>11.0} % {:>11.0} %",
+                        c.workload.name(),
+                        side,
+                        load.rate,
+                        load.user_us,
+                        load.system_us,
+                        load.busy * 100.0,
+                        load.client_busy * 100.0,
+                    );
+                }
+            }
+        }
+        if let Some(watched) = &self.watched {
+            let _ = writeln!(
+                out,
+                "rasgk meanwhile: {} replies from the retransmission cache, {} events read from \
+                 /api/events, {} scrapes of /metrics",
+                watched.retransmissions, watched.events, watched.scrapes
+            );
         }
         if let Some(f) = &self.families {
             let _ = writeln!(
@@ -660,6 +758,13 @@ impl BenchArgs {
                 ceiling::MAX_CONCURRENCY
             ));
         }
+        if self.window == 0 || self.window > ceiling_client::MAX_WINDOW {
+            return Err(format!(
+                "--window {} is outside 1 to {}",
+                self.window,
+                ceiling_client::MAX_WINDOW
+            ));
+        }
         if !(self.seconds.is_finite() && self.seconds > 0.0) {
             return Err(format!("--seconds {} must be above 0", self.seconds));
         }
@@ -728,6 +833,7 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
     .await?;
     let ceiling_args = CeilingArgs {
         concurrency: args.concurrency,
+        window: args.window,
         seconds: args.seconds,
     };
     let ceilings = ceiling::ceilings(&ceiling_args, |workload| {
@@ -805,7 +911,8 @@ pub async fn measure(args: &BenchArgs) -> Result<Figures, String> {
         None
     };
     Ok(Figures {
-        ceilings,
+        ceilings: ceilings.workloads,
+        watched: Some(ceilings.watched),
         families,
         storm,
         memory,
@@ -839,6 +946,9 @@ async fn blocking_figure<T: Send + 'static>(
 
 /// `rasgk bench`.
 pub fn run(args: BenchArgs) -> ExitCode {
+    if args.ceiling_client {
+        return ceiling_client::run();
+    }
     if let Err(error) = args.check_options() {
         eprintln!("rasgk bench: {error}");
         return ExitCode::from(2);
@@ -882,6 +992,7 @@ mod tests {
             pairs: pairs.to_vec(),
             bare: 0.0,
             bare_pairs: Vec::new(),
+            loads: Vec::new(),
         }
     }
 
@@ -892,6 +1003,7 @@ mod tests {
                 ceiling(Workload::FullRrq, &[0.6, 0.6]),
                 ceiling(Workload::KeepAlive, &[0.85, 0.95, 0.1]),
             ],
+            watched: None,
             storm: Some(Storm {
                 phones: 40_000,
                 processes: 3,
@@ -920,6 +1032,7 @@ mod tests {
     fn args() -> BenchArgs {
         BenchArgs {
             concurrency: 64,
+            window: 4,
             seconds: 4.0,
             storm_phones: 40_000,
             registrations: 100_000,
@@ -930,7 +1043,59 @@ mod tests {
             call_phones: 0,
             relay_pairs: 0,
             check: false,
+            ceiling_client: false,
         }
+    }
+
+    #[test]
+    fn the_ceiling_is_saturated_only_with_a_busy_echo_an_idle_client_and_no_cache_answers() {
+        let load = |busy, client_busy| ceiling::SideLoad {
+            rate: 300_000.0,
+            busy,
+            user_us: 0.01,
+            system_us: 3.3,
+            client_busy,
+            wrong: 0,
+        };
+        let mut figures = figures();
+        for c in &mut figures.ceilings {
+            c.loads = vec![load(0.99, 0.8), load(0.99, 0.8), load(1.0, 0.6)];
+        }
+        figures.watched = Some(Watched {
+            events: 10,
+            scrapes: 3,
+            retransmissions: 0,
+        });
+        let named = |figures: &Figures, name: &str| {
+            figures
+                .verdicts()
+                .into_iter()
+                .find(|v| v.name.starts_with(name))
+                .unwrap_or_else(|| panic!("no verdict {name}"))
+        };
+        let saturated = named(&figures, "ceiling client saturates");
+        assert!(saturated.met, "{saturated:?}");
+        assert_eq!(saturated.figure, "echo 99 %, client 80 %");
+        assert!(named(&figures, "ceiling: replies from").met);
+        let block = figures.block(&args());
+        assert!(
+            block.contains(
+                "  grq        rasgk           300000         0.01         3.30         100 %          60 %"
+            ),
+            "{block}"
+        );
+        // A client as busy as the echo bounds the figure itself.
+        figures.ceilings[2].loads[0] = load(0.99, 0.95);
+        assert!(!named(&figures, "ceiling client saturates").met);
+        // An echo that waited for the client was not saturated.
+        figures.ceilings[2].loads[0] = load(0.7, 0.5);
+        assert!(!named(&figures, "ceiling client saturates").met);
+        figures.watched = Some(Watched {
+            events: 10,
+            scrapes: 3,
+            retransmissions: 2,
+        });
+        assert!(!named(&figures, "ceiling: replies from").met);
     }
 
     #[test]
