@@ -27,34 +27,13 @@ use tokio::net::UdpSocket;
 
 use bytes::Bytes;
 
+pub use super::ceiling_client::Workload;
 use super::ceiling_client::{Orders, SideOrder};
 use super::cpu_time::CpuTime;
 use super::watchers::{Watched, Watchers};
 use crate::config::{self, Config};
 use crate::gatekeeper::Transmit;
 use crate::server::{self, batch, batch::Batch};
-
-/// What one phone sends in a workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Workload {
-    Grq,
-    FullRrq,
-    KeepAlive,
-}
-
-impl Workload {
-    /// Every workload, in the order measured.
-    pub const ALL: [Workload; 3] = [Workload::Grq, Workload::FullRrq, Workload::KeepAlive];
-
-    /// Its name in the block and the `ratio` lines.
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Grq => "grq",
-            Workload::FullRrq => "rrq_full",
-            Workload::KeepAlive => "rrq_light",
-        }
-    }
-}
 
 /// The bench's gatekeeper: the embedded default moved to 127.0.60.x, caps large enough
 /// that re-registrations never run out of room, the rate limit on.

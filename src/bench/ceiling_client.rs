@@ -29,9 +29,30 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::ceiling::Workload;
 use crate::phone::{Answer, Phone};
 use crate::ras::{self, MessageKind};
+
+/// What one phone sends in a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Workload {
+    Grq,
+    FullRrq,
+    KeepAlive,
+}
+
+impl Workload {
+    /// Every workload, in the order measured.
+    pub const ALL: [Workload; 3] = [Workload::Grq, Workload::FullRrq, Workload::KeepAlive];
+
+    /// Its name in the block and the `ratio` lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Grq => "grq",
+            Workload::FullRrq => "rrq_full",
+            Workload::KeepAlive => "rrq_light",
+        }
+    }
+}
 
 /// One side as the client loads it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
