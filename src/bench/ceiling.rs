@@ -36,7 +36,7 @@ use crate::gatekeeper::Transmit;
 use crate::server::{self, batch, batch::Batch};
 
 /// The bench's gatekeeper: the embedded default moved to 127.0.60.x, caps large enough
-/// that re-registrations never run out of room, the rate limit on.
+/// that re-registrations never run out of room.
 pub(super) fn bench_config() -> Config {
     let mut config = config::embedded_default();
     config.gatekeeper.discovery = SocketAddr::from(([127, 0, 60, 254], 1719));
@@ -46,9 +46,15 @@ pub(super) fn bench_config() -> Config {
         clan.address = SocketAddr::from(([127, 0, 60, 1 + i as u8], 1719));
         clan.max_sockets = 1_000_000;
     }
-    // The rate limit on, as a live gatekeeper has it, at a rate no bench phone reaches (each
-    // sends a few thousand a second): every datagram pays for its source's bucket, none is
-    // dropped.
+    config
+}
+
+/// The ceiling's gatekeeper: [`bench_config`] with the rate limit on, as a live gatekeeper has
+/// it, at a rate no bench phone reaches (each sends a few thousand a second): every datagram
+/// pays for its source's bucket, none is dropped. (The memory figure keeps the default's
+/// limit, off: a bucket per source is not a registration's cost.)
+fn ceiling_config() -> Config {
+    let mut config = bench_config();
     config.limits.rate_per_source = Some(RATE_PER_SOURCE);
     config.limits.burst_per_source = RATE_PER_SOURCE;
     config
@@ -476,7 +482,7 @@ pub async fn ceilings(
     .await?;
     let bare_address = SocketAddr::from(([127, 0, 61, 2], 1719));
     let bare = super::bare_echo::BareEcho::start(bare_address)?;
-    let config = bench_config();
+    let config = ceiling_config();
     let (discovery, admin) = (config.gatekeeper.discovery, config.admin.listen);
     let gatekeeper = super::Serving::start(config, "the bench's gatekeeper").await?;
     let watchers = Watchers::start(admin)?;
@@ -516,7 +522,7 @@ pub async fn ceilings(
 /// IPv6 address on ::1 each) and a second discovery address on ::1: `--concurrency` phones of
 /// each family, in alternating slices as [`ceilings`] measures.
 pub async fn grq_families(args: &CeilingArgs) -> Result<FamilyRatio, String> {
-    let mut config = bench_config();
+    let mut config = ceiling_config();
     let discovery6: SocketAddr = DISCOVERY6.parse().expect("an address");
     config.gatekeeper.discovery6 = Some(discovery6);
     for (i, clan) in config.clans.iter_mut().enumerate() {
