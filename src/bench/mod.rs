@@ -2,7 +2,9 @@
 //! run and printed in one block, each beside its target.
 //!
 //! ```text
-//!   ceiling  GRQ, full RRQ, keep-alive: rasgk / UDP echo, closed loop   ceiling.rs
+//!   ceiling  GRQ, full RRQ, keep-alive: rasgk / UDP echo under a client
+//!            that saturates each (its own process), costs from /proc    ceiling.rs,
+//!            ceiling_client.rs, bare_echo.rs, cpu_time.rs, affinity.rs, watchers.rs
 //!   storm    40,000 phones, first GRQ to last RCF, none lost or doubled storm.rs
 //!   memory   resident bytes per registration at 100,000                memory.rs
 //!   scale    core time per GRQ at 10,000 C-LANs / at 64                 scale.rs
