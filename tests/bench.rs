@@ -92,6 +92,15 @@ fn one_run_prints_every_figure_against_its_target() {
         "{stdout}"
     );
 
+    assert!(
+        lines.iter().any(|l| l
+            .trim_start()
+            .starts_with("ceiling: answers of another kind")
+            && l.contains(" 0 ")
+            && l.ends_with(" met")),
+        "{stdout}"
+    );
+
     // The storm: every phone registered, and held once by the gatekeeper.
     let storm = lines
         .iter()
@@ -179,7 +188,7 @@ fn one_run_prints_every_figure_against_its_target() {
         .iter()
         .filter(|l| l.starts_with("  ") && (l.ends_with(" met") || l.ends_with("NOT MET")))
         .collect();
-    assert_eq!(verdicts.len(), 24, "{stdout}");
+    assert_eq!(verdicts.len(), 25, "{stdout}");
     let storm_verdict = verdicts
         .iter()
         .find(|l| l.contains("storm of 300 phones"))
@@ -191,7 +200,7 @@ fn one_run_prints_every_figure_against_its_target() {
     assert!(storm_verdict.ends_with(" met"), "{storm_verdict}");
     let met = verdicts.iter().filter(|l| l.ends_with(" met")).count();
     assert!(
-        lines.contains(&format!("targets: {met} of 24 met").as_str()),
+        lines.contains(&format!("targets: {met} of 25 met").as_str()),
         "{stdout}"
     );
 

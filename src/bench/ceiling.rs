@@ -8,9 +8,9 @@
 //!   everything on, its event stream watched and its metrics scraped (`watchers`).
 //! - **The client** (`ceiling_client`) is a process of its own: `--concurrency` phones a
 //!   side, each on its own loopback address, each keeping `--window` requests in flight,
-//!   batched with `recvmmsg`/`sendmmsg`, every request a new one (so the retransmission
-//!   cache answers none; the watchers' last scrape counts them). Workloads: GRQ, full RRQ (a
-//!   registered phone re-registering) and lightweight RRQ (keep-alive).
+//!   read with `recvmmsg` and sent as UDP GSO sends, every request a new one (so the
+//!   retransmission cache answers none; the watchers' last scrape counts them). Workloads:
+//!   GRQ, full RRQ (a registered phone re-registering) and lightweight RRQ (keep-alive).
 //! - **Saturation, shown.** Around each slice the bench reads from `/proc` the CPU time of
 //!   the side's server thread and of the client's process: a saturated server is on a CPU
 //!   nearly all the slice while the client has time to spare. The same readings give each
@@ -283,16 +283,21 @@ impl Client {
         }
     }
 
-    /// Answers and wrong answers of each side so far.
-    fn count(&mut self) -> Result<Vec<(u64, u64)>, String> {
+    /// Answers and wrong answers of each of `sides` sides so far.
+    fn count(&mut self, sides: usize) -> Result<Vec<(u64, u64)>, String> {
         let line = self.ask("count")?;
-        let numbers: Vec<u64> = line
+        let numbers: Option<Vec<u64>> = line
             .strip_prefix("count")
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|n| n.parse().ok())
-            .collect();
-        Ok(numbers.chunks_exact(2).map(|c| (c[0], c[1])).collect())
+            .map(|counts| counts.split_whitespace().map(|n| n.parse().ok()).collect())
+            .unwrap_or_default();
+        match numbers {
+            Some(numbers) if numbers.len() == 2 * sides => {
+                Ok(numbers.chunks_exact(2).map(|c| (c[0], c[1])).collect())
+            }
+            _ => Err(format!(
+                "the load client answered {line:?}, not the counts of {sides} sides"
+            )),
+        }
     }
 
     /// Why it failed: what it said on standard error, once it has ended.
@@ -374,15 +379,16 @@ fn measure_turns(
             client.turn(i + 1)?;
             std::thread::sleep(WARM_UP);
             let (before, server_before, client_before) =
-                (client.count()?, cpu(tid)?, client_cpu()?);
+                (client.count(sides.len())?, cpu(tid)?, client_cpu()?);
             let started = Instant::now();
             std::thread::sleep(slice);
             let seconds = started.elapsed().as_secs_f64();
-            let (after, server_after, client_after) = (client.count()?, cpu(tid)?, client_cpu()?);
-            let answers = after[i].0 - before[i].0;
+            let (after, server_after, client_after) =
+                (client.count(sides.len())?, cpu(tid)?, client_cpu()?);
+            let answers = after[i].0.saturating_sub(before[i].0);
             let total = &mut totals[i];
             total.0 += answers;
-            total.1 += after[i].1 - before[i].1;
+            total.1 += after[i].1.saturating_sub(before[i].1);
             total.2 += seconds;
             total.3.add(server_after.since(server_before));
             total.4.add(client_after.since(client_before));

@@ -9,7 +9,11 @@
 //!   replaced by a new request at once, and a phone that heard nothing for
 //!   [`LOST_AFTER`] counts what it had in flight as lost and sends a new window.
 //! - **Batches.** One thread waits on the side's sockets with `epoll`, reads each ready
-//!   socket's answers with one `recvmmsg` and sends their replacements with one `sendmmsg`.
+//!   socket's answers with one `recvmmsg` and sends their replacements as one UDP GSO send
+//!   (`UDP_SEGMENT`), which the kernel cuts into datagrams before they reach the server
+//!   (one `sendmmsg` where the kernel has no GSO). Each socket is connected, so the kernel
+//!   keeps its route. Without GSO the client's sends cost as much as the echo's and the
+//!   client, not the server, was the bound (docs/performance.md, fourth round).
 //! - **Every request new.** Each phone's request is encoded once; each send writes the next
 //!   `requestSeqNum` into a copy (the same octets the phone would encode for that number),
 //!   so no request is a retransmission and rasgk's retransmission cache answers none.

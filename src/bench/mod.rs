@@ -365,6 +365,20 @@ impl Figures {
             }
         }));
         verdicts.extend(self.saturation());
+        if self.ceilings.iter().any(|c| !c.loads.is_empty()) {
+            let wrong: u64 = self
+                .ceilings
+                .iter()
+                .flat_map(|c| &c.loads)
+                .map(|l| l.wrong)
+                .sum();
+            verdicts.push(Verdict {
+                name: "ceiling: answers of another kind".into(),
+                figure: wrong.to_string(),
+                target: "0 (GCF, RCF or the echo)".into(),
+                met: wrong == 0,
+            });
+        }
         if let Some(watched) = &self.watched {
             verdicts.push(Verdict {
                 name: "ceiling: replies from the retransmission cache".into(),
@@ -1079,6 +1093,10 @@ mod tests {
         assert!(saturated.met, "{saturated:?}");
         assert_eq!(saturated.figure, "echo 99 %, client 80 %");
         assert!(named(&figures, "ceiling: replies from").met);
+        assert!(named(&figures, "ceiling: answers of another kind").met);
+        figures.ceilings[1].loads[2].wrong = 3;
+        let wrong = named(&figures, "ceiling: answers of another kind");
+        assert!(!wrong.met && wrong.figure == "3", "{wrong:?}");
         let block = figures.block(&args());
         assert!(
             block.contains(
