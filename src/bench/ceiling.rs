@@ -107,7 +107,9 @@ pub const ROUNDS: u32 = 16;
 /// loop fills.
 const WARM_UP: Duration = Duration::from_millis(50);
 
-/// Time before the first slice, for every phone to bind (and rasgk's to register).
+/// About how long the load client takes to bind its phones (and register rasgk's) before
+/// the first slice; only the progress estimate counts it, the bench waits for the client's
+/// `ready`.
 const START: Duration = Duration::from_millis(300);
 
 /// Sides of [`ceilings`]: the bare echo, the runtime echo and rasgk.

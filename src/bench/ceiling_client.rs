@@ -510,9 +510,7 @@ mod load {
     /// Reads what `source` has been answered, one batch (what came after it is reported by
     /// the next wait): answers of the kind expected, and others.
     fn read(source: &mut Source, window: usize, buffers: &mut Buffers) -> (u64, u64) {
-        for header in &mut buffers.answer_headers[..window] {
-            header.msg_len = 0;
-        }
+        // The kernel writes the length of each header it fills; only those are read below.
         // SAFETY: `window` headers, each over its own slot of `answers`.
         let read = unsafe {
             libc::recvmmsg(
