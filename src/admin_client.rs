@@ -150,7 +150,9 @@ fn status_of(head: &str) -> std::io::Result<u16> {
 pub struct EventStream {
     stream: std::io::BufReader<TcpStream>,
     chunked: bool,
+    /// Text read and not yet returned from `read` on.
     pending: String,
+    read: usize,
 }
 
 impl EventStream {
@@ -184,6 +186,7 @@ impl EventStream {
                 .contains("transfer-encoding: chunked"),
             stream: reader,
             pending: String::new(),
+            read: 0,
         })
     }
 
@@ -191,8 +194,9 @@ impl EventStream {
     pub fn next_data(&mut self) -> std::io::Result<String> {
         use std::io::BufRead;
         loop {
-            if let Some(end) = self.pending.find("\n\n") {
-                let event: String = self.pending.drain(..end + 2).collect();
+            if let Some(end) = self.pending[self.read..].find("\n\n") {
+                let event = &self.pending[self.read..self.read + end + 2];
+                self.read += end + 2;
                 let data: Vec<&str> = event
                     .lines()
                     .filter_map(|line| line.strip_prefix("data:"))
@@ -203,6 +207,10 @@ impl EventStream {
                 }
                 continue;
             }
+            // Everything before `read` has been returned: drop it before reading more (a
+            // chunk may hold a whole batch of events, so not an event at a time).
+            self.pending.drain(..self.read);
+            self.read = 0;
             if self.chunked {
                 let mut size = String::new();
                 if self.stream.read_line(&mut size)? == 0 {
