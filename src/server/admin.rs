@@ -2,7 +2,8 @@
 //! Prometheus metrics and the live dashboard.
 //!
 //! Handlers never touch the gatekeeper: they ask the state task over a channel and await its
-//! answer, so a slow or stuck HTTP client holds only its own connection, never RAS.
+//! answer, so a slow or stuck HTTP client holds only its own connection, never RAS. The port
+//! runs on a thread of its own ([`AdminThread`]), where the event streams' JSON is written.
 //!
 //! | route | what |
 //! |---|---|
@@ -12,7 +13,7 @@
 //! | `GET /api/registrations?region=&clan=&alias=&tts=` | registrations, filtered |
 //! | `GET /api/placement?ip=&alias=` | dry run: where such a phone would go now |
 //! | `GET /api/rebalance` | rebalancing: on or off, its settings, moves, the last move |
-//! | `GET /api/events` | server-sent events, one JSON object each |
+//! | `GET /api/events` | server-sent events, one JSON object each (a round's in one chunk) |
 //! | `POST /api/clans/{name}/service` `{"in_service": bool}` | into / out of service |
 //! | `POST /api/clans/{name}/cap` `{"max_sockets": n}` | change a cap |
 //! | `DELETE /api/registrations/{endpoint_id}` | unregister (gatekeeper-sent URQ) |
@@ -28,7 +29,6 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Json, Router};
@@ -37,7 +37,7 @@ use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::StreamExt as _;
 
 use super::tap::Tap;
-use super::Query;
+use super::{Events, Query};
 use crate::config::pattern_matches;
 use crate::gatekeeper::events::Event;
 use crate::gatekeeper::UnknownEndpoint;
@@ -89,7 +89,7 @@ impl IntoResponse for AdminError {
 #[derive(Clone)]
 struct Admin {
     queries: mpsc::Sender<Query>,
-    events: broadcast::Sender<Arc<Event>>,
+    events: broadcast::Sender<Events>,
     tap: Tap,
     token: Option<Arc<str>>,
     /// The last status an exam running against this gatekeeper posted (`/api/exam`).
@@ -288,16 +288,54 @@ async fn placement(
     Ok(Json(answer))
 }
 
-async fn events(
-    State(admin): State<Admin>,
-) -> Sse<impl tokio_stream::Stream<Item = Result<SseEvent, Infallible>>> {
-    let stream = BroadcastStream::new(admin.events.subscribe()).filter_map(|event| {
-        // A watcher that fell behind skips what it missed (Lagged) and goes on.
-        let event = event.ok()?;
-        let data = serde_json::to_string(&*event).ok()?;
-        Some(Ok(SseEvent::default().data(data)))
+async fn events(State(admin): State<Admin>) -> Response {
+    let batches = BroadcastStream::new(admin.events.subscribe()).filter_map(|batch| {
+        // A watcher that fell behind skips the batches it missed (Lagged) and goes on.
+        let batch = batch.ok()?;
+        Some(Ok::<_, Infallible>(Bytes::from(server_sent(&batch))))
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    event_stream(batches)
+}
+
+/// A batch of events as server-sent events, one `data:` line of JSON each: one chunk for
+/// the whole batch, so a storm's events cost the connection one write per batch, not one
+/// per event.
+fn server_sent(batch: &[Event]) -> Vec<u8> {
+    let mut text = Vec::with_capacity(batch.len() * 160);
+    for event in batch {
+        let start = text.len();
+        text.extend_from_slice(b"data: ");
+        if serde_json::to_writer(&mut text, event).is_err() {
+            text.truncate(start);
+            continue;
+        }
+        text.extend_from_slice(b"\n\n");
+    }
+    text
+}
+
+/// How long an event stream may be silent before a comment line keeps it open (as axum's
+/// `KeepAlive` default).
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// A `text/event-stream` response of `chunks`, each one or more whole events, with a
+/// comment line every [`KEEP_ALIVE`] so proxies and browsers keep a quiet stream open.
+fn event_stream(
+    chunks: impl tokio_stream::Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
+) -> Response {
+    let mut ticks = tokio::time::interval(KEEP_ALIVE);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let comments = tokio_stream::wrappers::IntervalStream::new(ticks)
+        .skip(1)
+        .map(|_| Ok::<_, Infallible>(Bytes::from_static(b":\n\n")));
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(chunks.merge(comments)),
+    )
+        .into_response()
 }
 
 /// `GET /api/ras[?peer=ADDRESS-OR-PREFIX]`: server-sent events, one JSON object each for every
@@ -332,10 +370,12 @@ async fn ras(
         if peers.is_some_and(|net| !net.contains(&seen.peer.ip().to_canonical())) {
             return None;
         }
-        let data = serde_json::to_string(&*seen).ok()?;
-        Some(Ok::<_, Infallible>(SseEvent::default().data(data)))
+        let mut text = b"data: ".to_vec();
+        serde_json::to_writer(&mut text, &*seen).ok()?;
+        text.extend_from_slice(b"\n\n");
+        Some(Ok::<_, Infallible>(Bytes::from(text)))
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(event_stream(stream))
 }
 
 #[derive(serde::Deserialize)]
@@ -611,11 +651,92 @@ fn router(admin: Admin) -> Router {
         .with_state(admin)
 }
 
-/// Serves the admin port until the task is aborted.
-pub(super) async fn serve(
+/// The admin port on a thread of its own (a one-thread runtime), until dropped. HTTP, JSON
+/// and the event streams' serialising and writes run there, not on the gatekeeper's thread:
+/// the state task only answers queries and hands each batch of events over, once.
+pub(super) struct AdminThread {
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl AdminThread {
+    /// Serves `listener` on a new thread.
+    pub(super) fn start(
+        listener: tokio::net::TcpListener,
+        queries: mpsc::Sender<Query>,
+        (events, tap): (broadcast::Sender<Events>, Tap),
+        token: Option<String>,
+    ) -> std::io::Result<AdminThread> {
+        let address = listener.local_addr()?;
+        let listener = listener.into_std()?;
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("rasgk-admin".into())
+            .spawn(move || {
+                yield_to_ras();
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(error) => {
+                        tracing::error!(%address, %error, "cannot run the admin port");
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(listener) => listener,
+                        Err(error) => {
+                            tracing::error!(%address, %error, "cannot serve the admin port");
+                            return;
+                        }
+                    };
+                    tokio::select! {
+                        () = serve(listener, queries, (events, tap), token) => {}
+                        _ = stopped => {}
+                    }
+                });
+                // Dropping the runtime closes every admin connection still open.
+            })?;
+        Ok(AdminThread {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+/// Lowers this thread's priority to the least (nice 19, Linux), so that on a machine whose
+/// CPUs are all busy the RAS thread runs first and the admin port in what is left: a
+/// watcher of `/api/events` then lags and skips batches rather than slow RAS down.
+fn yield_to_ras() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid and setpriority take and return plain integers; on Linux a thread id
+    // names this one thread, so only its own priority changes.
+    unsafe {
+        let tid = libc::gettid();
+        if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) != 0 {
+            tracing::debug!(error = %std::io::Error::last_os_error(), "the admin port keeps its priority");
+        }
+    }
+}
+
+impl Drop for AdminThread {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Serves the admin port until its future is dropped.
+async fn serve(
     listener: tokio::net::TcpListener,
     queries: mpsc::Sender<Query>,
-    (events, tap): (broadcast::Sender<Arc<Event>>, Tap),
+    (events, tap): (broadcast::Sender<Events>, Tap),
     token: Option<String>,
 ) {
     let admin = Admin {
@@ -627,5 +748,31 @@ pub(super) async fn serve(
     };
     if let Err(error) = axum::serve(listener, router(admin)).await {
         tracing::error!(%error, "admin port stopped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_is_one_chunk_of_server_sent_events_one_json_line_each() {
+        let batch = [
+            Event::Rejected {
+                message: "GRJ",
+                reason: "resourceUnavailable",
+            },
+            Event::ClanState {
+                clan: "clan-a".into(),
+                in_service: false,
+            },
+        ];
+        let text = String::from_utf8(server_sent(&batch)).unwrap();
+        assert_eq!(
+            text,
+            "data: {\"type\":\"rejected\",\"message\":\"GRJ\",\"reason\":\"resourceUnavailable\"}\n\n\
+             data: {\"type\":\"clan_state\",\"clan\":\"clan-a\",\"in_service\":false}\n\n"
+        );
+        assert!(server_sent(&[]).is_empty());
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //!   UDP sockets ◀──readiness──▶ state task (owns Gatekeeper): try_recv_from → handle → try_send_to
-//!   admin HTTP  ──handlers────▶ mpsc ──▶ state task ──oneshot──▶ JSON
+//!   admin HTTP  ──handlers────▶ mpsc ──▶ state task ──oneshot──▶ JSON   (admin thread)
+//!   state task  ──a round's events, one batch──▶ broadcast ──▶ /api/events watchers
 //!   TCP tasks   ──events──────▶ mpsc ──▶ state task ──Command──▶ connection tasks
 //! ```
 //!
@@ -14,8 +15,9 @@
 //! turn (a bounded batch per socket, so timers and the admin port are never starved) and
 //! answers every datagram before reading the next. No channel hop and no second task sit
 //! between a request and its reply, which is the same work per datagram as the bench's echo
-//! ceiling. `rasgk serve` runs it all on one thread (a current-thread runtime): a second
-//! worker only woke for the send-buffer room every reply frees.
+//! ceiling. `rasgk serve` runs it on one thread (a current-thread runtime): a second
+//! worker only woke for the send-buffer room every reply frees. The admin port has a thread
+//! of its own (`admin::AdminThread`), so its JSON and its watchers' writes are not RAS's.
 
 mod admin;
 pub(crate) mod batch;
@@ -306,17 +308,17 @@ impl Server {
         );
         state_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let (queries_tx, mut queries) = mpsc::channel::<Query>(256);
-        // Events for `/api/events`; a slow watcher lags and skips, it never holds the core.
-        let (events, _) = broadcast::channel::<Arc<Event>>(4096);
+        // Events for `/api/events`, a batch per round; a slow watcher lags and skips, it
+        // never holds the core.
+        let (events, _) = broadcast::channel::<Events>(EVENT_BATCHES);
         let mut tasks = tokio::task::JoinSet::new();
         let mut hangups = hangup_signals();
         let token = gatekeeper.config().admin.token.clone();
-        tasks.spawn(admin::serve(
-            admin,
-            queries_tx,
-            (events.clone(), tap.clone()),
-            token,
-        ));
+        let admin_thread =
+            admin::AdminThread::start(admin, queries_tx, (events.clone(), tap.clone()), token);
+        if let Err(error) = &admin_thread {
+            tracing::error!(%admin_address, %error, "cannot start the admin port's thread");
+        }
         let signalling_on = !listeners.is_empty();
         let (mut connections, mut socket_events) =
             signalling::Connections::start(gatekeeper.config(), listeners, open_files, &mut tasks);
@@ -403,9 +405,10 @@ impl Server {
                 }
             }
             commanded |= connections.execute(&mut gatekeeper);
-            for event in gatekeeper.drain_events() {
+            let drained = gatekeeper.drain_events();
+            if !drained.is_empty() {
                 // No watcher connected is not an error.
-                let _ = events.send(Arc::new(event));
+                let _ = events.send(drained.into());
             }
             if commanded {
                 // On one thread the connection tasks run only when this task yields, and
@@ -415,6 +418,7 @@ impl Server {
             }
         }
         tasks.abort_all();
+        drop(admin_thread);
         if let Some(persister) = persister {
             persister.finish(&gatekeeper).await;
         }
@@ -430,7 +434,7 @@ impl Server {
 
 /// Tells the core whether an `/api/events` client is connected right now: events are built
 /// only while someone can see them.
-fn watch(gatekeeper: &mut Gatekeeper, events: &broadcast::Sender<Arc<Event>>) {
+fn watch(gatekeeper: &mut Gatekeeper, events: &broadcast::Sender<Events>) {
     gatekeeper.set_events_watched(events.receiver_count() > 0);
 }
 
@@ -567,6 +571,14 @@ async fn send_all(
     }
     out.clear();
 }
+
+/// A round's events, handed to the admin port's thread in one send.
+pub(crate) type Events = Arc<[Event]>;
+
+/// Rounds of events `/api/events` keeps for a watcher that has not read them yet. A round
+/// holds at most [`crate::gatekeeper::events::MAX_QUEUED`] events, so this bounds what a
+/// slow watcher can hold in memory (a round is usually far smaller).
+const EVENT_BATCHES: usize = 64;
 
 /// Every RAS socket by its local address: looked up for every batch of replies, with the
 /// configuration's addresses as keys, so a fixed foldhash rather than SipHash.
