@@ -3,9 +3,12 @@
 //! streams on the admin port (`/api/events`).
 
 use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
 
 use crate::config::RegionId;
 use crate::ras::avaya::AvayaEndpoint;
+use crate::ras::PackedAliases;
 
 /// Most events kept undrained; older ones are dropped (and counted).
 pub const MAX_QUEUED: usize = 4096;
@@ -37,13 +40,13 @@ pub enum Event {
     /// An RCF to a full RRQ.
     Registered {
         /// Its `endpointIdentifier`.
-        endpoint_id: String,
+        endpoint_id: EndpointKey,
         /// Its aliases as text.
-        aliases: Vec<String>,
+        aliases: AliasTexts,
         /// Home region.
         region: RegionId,
         /// The C-LAN of its socket (`None`: a TTS phone waiting for one).
-        clan: Option<String>,
+        clan: Option<Arc<str>>,
         /// A TTS phone?
         tts: bool,
         /// An Avaya endpoint, with the MAC address its login request gave (left out for
@@ -78,11 +81,11 @@ pub enum Event {
     /// A registration ended.
     Unregistered {
         /// Its `endpointIdentifier`.
-        endpoint_id: String,
+        endpoint_id: EndpointKey,
         /// Why.
         reason: Ending,
         /// The C-LAN whose socket was freed, if any.
-        clan: Option<String>,
+        clan: Option<Arc<str>>,
     },
     /// A reject was sent.
     Rejected {
@@ -168,6 +171,50 @@ pub enum Event {
     },
 }
 
+/// The `endpointIdentifier` of a registration and full re-registration event: the
+/// registry's key, written out as the identifier's text (`EP0000002A`) only when the event
+/// is serialised — on the admin port's thread, for a watcher — and not for every RRQ on the
+/// gatekeeper's, which made a string of it for each (events of rarer kinds carry the text).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct EndpointKey(pub u64);
+
+impl fmt::Display for EndpointKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EP{:08X}", self.0)
+    }
+}
+
+impl fmt::Debug for EndpointKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
+impl serde::Serialize for EndpointKey {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// A registration's aliases in an event, as the registration holds them (packed, most
+/// often in place: a copy allocates nothing), serialised as a list of their texts.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AliasTexts(pub PackedAliases);
+
+impl fmt::Debug for AliasTexts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|alias| alias.to_string()))
+            .finish()
+    }
+}
+
+impl serde::Serialize for AliasTexts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|alias| alias.to_string()))
+    }
+}
+
 /// The undrained events, oldest first.
 #[derive(Debug, Default)]
 pub struct EventQueue {
@@ -208,5 +255,58 @@ impl EventQueue {
     /// Takes every queued event.
     pub fn drain(&mut self) -> impl Iterator<Item = Event> + '_ {
         self.queue.drain(..)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ras::Alias;
+
+    #[test]
+    fn a_registration_event_is_written_as_text_only_when_serialised() {
+        let aliases = [
+            Alias::DialledDigits("50001".into()),
+            Alias::H323Id("Desk 1".into()),
+        ];
+        let event = Event::Registered {
+            endpoint_id: EndpointKey(0x2A),
+            aliases: AliasTexts(PackedAliases::from(&aliases[..])),
+            region: 2,
+            clan: Some(Arc::from("clan-a")),
+            tts: false,
+            avaya: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&event).unwrap(),
+            serde_json::json!({
+                "type": "registered",
+                "endpoint_id": "EP0000002A",
+                "aliases": ["50001", "h323-ID:Desk 1"],
+                "region": 2,
+                "clan": "clan-a",
+                "tts": false,
+            })
+        );
+        let ended = Event::Unregistered {
+            endpoint_id: EndpointKey(0x1_0000_0000),
+            reason: Ending::Reregistered,
+            clan: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&ended).unwrap(),
+            serde_json::json!({
+                "type": "unregistered",
+                "endpoint_id": "EP100000000",
+                "reason": "reregistered",
+                "clan": null,
+            })
+        );
+        assert_eq!(
+            super::super::registry::endpoint_id_text(0x2A),
+            EndpointKey(0x2A).to_string(),
+            "the same text as the endpointIdentifier the RCF gave"
+        );
+        assert!(format!("{event:?}").contains("\"EP0000002A\""));
     }
 }

@@ -55,6 +55,7 @@ pub mod warnings;
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -67,7 +68,7 @@ use crate::ras::reply::{self, AlternateGatekeeper, GatekeeperId};
 use crate::ras::{self, Discovery, FullRegistration, KeepAlive, MessageKind, RasMessage, Request};
 use agls::Agls;
 use arena::Arena;
-use events::{Ending, Event, EventQueue};
+use events::{Ending, EndpointKey, Event, EventQueue};
 use expiries::Expiries;
 use load::{ClanLoad, Loads};
 use rate_limit::RateLimit;
@@ -236,6 +237,8 @@ enum Timer {
 /// [`handle_timeout`](Gatekeeper::handle_timeout).
 pub struct Gatekeeper {
     config: Config,
+    /// Each C-LAN's name (as `config.clans`), shared by the events that carry it.
+    clan_labels: Vec<Arc<str>>,
     /// The configuration as it was given (before admin changes), for a reload to tell what
     /// the file changed.
     loaded: Config,
@@ -323,7 +326,13 @@ impl Gatekeeper {
         let signalling = Signalling::new(&config.clans);
         let relay = Relay::new(config.clans.len());
         let rebalance = Rebalancer::new(config.rebalance);
+        let clan_labels = config
+            .clans
+            .iter()
+            .map(|clan| Arc::from(&*clan.name))
+            .collect();
         Ok(Gatekeeper {
+            clan_labels,
             loaded: config.clone(),
             config,
             gatekeeper_id,
@@ -420,6 +429,12 @@ impl Gatekeeper {
 
     fn clan_name(&self, idx: ClanIdx) -> String {
         self.config.clans[idx].name.clone()
+    }
+
+    /// A C-LAN's name, shared: what the registration events carry, copied without
+    /// allocating.
+    fn clan_label(&self, idx: ClanIdx) -> Arc<str> {
+        self.clan_labels[idx].clone()
     }
 
     /// A C-LAN's RAS address for a phone of `family` (docs/rules.md §17). The rules offer a
@@ -1090,9 +1105,9 @@ impl Gatekeeper {
         self.tts_pending.remove(&key);
         if self.events.watched() {
             self.events.push(Event::Unregistered {
-                endpoint_id: registry::endpoint_id_text(key),
+                endpoint_id: EndpointKey(key),
                 reason,
-                clan: socket.map(|clan| self.clan_name(clan)),
+                clan: socket.map(|clan| self.clan_label(clan)),
             });
         }
     }

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::events::{Ending, Event};
+use super::events::{AliasTexts, Ending, EndpointKey, Event};
 use super::registry::{self, CallSignalAddresses, EndpointAddresses, Registration};
 use super::{policy, Gatekeeper, Reply, TTS_RETRY};
 use crate::calls::{Member, NoRoute};
@@ -443,14 +443,10 @@ impl Gatekeeper {
         let watched = self.events.watched();
         if let Some(registration) = self.registry.get(key).filter(|_| watched) {
             let event = Event::Registered {
-                endpoint_id: registry::endpoint_id_text(key),
-                aliases: registration
-                    .aliases
-                    .iter()
-                    .map(|alias| alias.to_string())
-                    .collect(),
+                endpoint_id: EndpointKey(key),
+                aliases: AliasTexts(registration.aliases.clone()),
                 region,
-                clan: registration.socket.map(|clan| self.clan_name(clan)),
+                clan: registration.socket.map(|clan| self.clan_label(clan)),
                 tts,
                 avaya: registration.avaya,
             };

@@ -28,9 +28,8 @@
 
 use std::time::Instant;
 
-use super::events::{Ending, Event};
+use super::events::{Ending, EndpointKey, Event};
 use super::rate_limit::RateLimit;
-use super::registry;
 use super::{policy, Gatekeeper, StartError, Timer, Transmit};
 use crate::calls::Calls;
 use crate::config::{Config, Limits};
@@ -183,9 +182,9 @@ impl Gatekeeper {
                 .transmits
                 .extend(fresh.urq_from(now, local, (key, old), reason, &agl, false));
             fresh.events.push(Event::Unregistered {
-                endpoint_id: registry::endpoint_id_text(key),
+                endpoint_id: EndpointKey(key),
                 reason: Ending::Reconfigured,
-                clan: old.socket.map(|clan| self.clan_name(clan)),
+                clan: old.socket.map(|clan| self.clan_label(clan)),
             });
         }
         fresh.carry_connections(now, self);
