@@ -1005,6 +1005,8 @@ impl Gatekeeper {
     pub fn handle_timeout(&mut self, now: Instant) -> Vec<Transmit> {
         let mut out = Vec::new();
         self.retransmits.expire(now);
+        // The chunks of the replies that expired go back to the system, but for a spare.
+        self.arena.trim();
         // Reservations run out apart from the other timers (see `reservations`); nothing
         // below makes one.
         while let Some((_, reservation)) = self.reservations.pop_due(now) {
