@@ -21,8 +21,10 @@ use rasgk::ras::Alias;
 use support::messages::{self, addr};
 use support::tshark::{self, Frame};
 
-/// The calling phone's signalling socket, the gatekeeper's, and the called phone's.
-const CALLER: &str = "127.1.0.5:40001";
+/// The calling phone's signalling socket, the gatekeeper's, and the called phone's. The
+/// caller's port is CBSP's (48049), as a phone's ephemeral port once was in a live test:
+/// tshark must read Q.931 there all the same.
+const CALLER: &str = "127.1.0.5:48049";
 const GK_CALLS: &str = "127.0.1.3:1720";
 const GK_TO_CALLEE: &str = "127.0.1.3:40002";
 const CALLEE: &str = "127.1.0.6:1720";

@@ -140,7 +140,18 @@ pub fn decode_tcp(name: &str, segments: &[rasgk::pcap::TcpSegment]) -> Decoded {
     }
     writer.flush().unwrap();
     drop(writer);
-    let decoded = decode(&pcap, &["-o", "tcp.check_checksum:TRUE"]);
+    // Heuristics first: Q.931 over TPKT is found by its heuristic, and the phones' ports are
+    // the kernel's choice, so one that happens to be another protocol's (48049 is CBSP's)
+    // would otherwise be read as that protocol.
+    let decoded = decode(
+        &pcap,
+        &[
+            "-o",
+            "tcp.check_checksum:TRUE",
+            "-o",
+            "tcp.try_heuristic_first:TRUE",
+        ],
+    );
     if std::env::var_os("RASGK_KEEP_PCAP").is_none() {
         std::fs::remove_dir_all(&dir).ok();
     } else {
