@@ -66,7 +66,8 @@ impl Arena {
 
     /// Frees the oldest spent chunks whose replies have all gone, keeping [`SPARE`] of
     /// them: after a storm the memory its replies took goes back to the system as they
-    /// expire (the retransmission cache's expiry calls this).
+    /// expire (the gatekeeper's timer path calls this, after the retransmission cache's
+    /// expiry).
     pub fn trim(&mut self) {
         let mut idle = 0;
         while idle < self.spent.len() && self.spent[idle].try_reclaim(CHUNK) {

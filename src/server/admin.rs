@@ -39,7 +39,6 @@ use tokio_stream::StreamExt as _;
 use super::tap::Tap;
 use super::{Events, Query};
 use crate::config::pattern_matches;
-use crate::gatekeeper::events::Event;
 use crate::gatekeeper::UnknownEndpoint;
 use crate::ras::Alias;
 
@@ -297,10 +296,10 @@ async fn events(State(admin): State<Admin>) -> Response {
     event_stream(batches)
 }
 
-/// A batch of events as server-sent events, one `data:` line of JSON each: one chunk for
-/// the whole batch, so a storm's events cost the connection one write per batch, not one
-/// per event.
-fn server_sent(batch: &[Event]) -> Vec<u8> {
+/// A batch of events as server-sent events, one `data:` line of JSON each (one that does
+/// not serialise is left out): one chunk for the whole batch, so a storm's events cost the
+/// connection one write per batch, not one per event.
+fn server_sent<T: serde::Serialize>(batch: &[T]) -> Vec<u8> {
     let mut text = Vec::with_capacity(batch.len() * 160);
     for event in batch {
         let start = text.len();
@@ -370,10 +369,8 @@ async fn ras(
         if peers.is_some_and(|net| !net.contains(&seen.peer.ip().to_canonical())) {
             return None;
         }
-        let mut text = b"data: ".to_vec();
-        serde_json::to_writer(&mut text, &*seen).ok()?;
-        text.extend_from_slice(b"\n\n");
-        Some(Ok::<_, Infallible>(Bytes::from(text)))
+        let text = server_sent(std::slice::from_ref(&*seen));
+        (!text.is_empty()).then(|| Ok::<_, Infallible>(Bytes::from(text)))
     });
     Ok(event_stream(stream))
 }
@@ -754,6 +751,7 @@ async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gatekeeper::events::Event;
 
     #[test]
     fn a_batch_is_one_chunk_of_server_sent_events_one_json_line_each() {
@@ -773,6 +771,6 @@ mod tests {
             "data: {\"type\":\"rejected\",\"message\":\"GRJ\",\"reason\":\"resourceUnavailable\"}\n\n\
              data: {\"type\":\"clan_state\",\"clan\":\"clan-a\",\"in_service\":false}\n\n"
         );
-        assert!(server_sent(&[]).is_empty());
+        assert!(server_sent::<Event>(&[]).is_empty());
     }
 }
