@@ -671,10 +671,7 @@ impl AdminThread {
             .name("rasgk-admin".into())
             .spawn(move || {
                 yield_to_ras();
-                let runtime = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
+                let runtime = match super::runtime() {
                     Ok(runtime) => runtime,
                     Err(error) => {
                         tracing::error!(%address, %error, "cannot run the admin port");

@@ -711,7 +711,7 @@ fn hangup_signals() -> mpsc::Receiver<()> {
 /// The runtime the gatekeeper runs on: one thread. The state is one task's, and a second
 /// worker would sit in `epoll_wait` to be woken by every reply sent (each frees send-buffer
 /// room, an EPOLLOUT edge), for nothing: under a 40,000-phone storm that took a third of the
-/// gatekeeper's CPU.
+/// gatekeeper's CPU. The admin port's thread runs on one of these too.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
